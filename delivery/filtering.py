@@ -1,0 +1,66 @@
+"""Filter policies over message attributes, SNS style (pure; no Django).
+
+A policy maps attribute names to a list of allowed values; a message matches when every named attribute matches
+one of its values. Values may be strings, numbers, or {"prefix": "..."}, {"anything-but": [...]},
+{"exists": bool}, {"numeric": [">", 10, "<=", 20]}.
+"""
+
+import operator
+
+NUMERIC_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+class FilterPolicyError(ValueError):
+    pass
+
+
+def validate(policy) -> None:
+    if policy in (None, {}):
+        return
+    if not isinstance(policy, dict):
+        raise FilterPolicyError("must be an object mapping attribute names to lists of allowed values")
+    for name, rules in policy.items():
+        if not isinstance(rules, list) or not rules:
+            raise FilterPolicyError(f"{name}: must be a non-empty list of allowed values")
+        for rule in rules:
+            if isinstance(rule, dict):
+                if len(rule) != 1 or next(iter(rule)) not in {"prefix", "anything-but", "exists", "numeric"}:
+                    raise FilterPolicyError(f"{name}: unknown rule {rule!r}")
+                if "numeric" in rule:
+                    terms = rule["numeric"]
+                    if (not isinstance(terms, list) or len(terms) % 2 or not all(
+                            terms[i] in NUMERIC_OPS and isinstance(terms[i + 1], (int, float))
+                            for i in range(0, len(terms), 2))):
+                        raise FilterPolicyError(f"{name}: numeric takes pairs like ['>', 10, '<=', 20]")
+            elif not isinstance(rule, (str, int, float)) or isinstance(rule, bool):
+                raise FilterPolicyError(f"{name}: values must be strings, numbers or rule objects")
+
+
+def _rule_matches(rule, present: bool, value) -> bool:
+    if isinstance(rule, dict):
+        (kind, arg), = rule.items()
+        if kind == "exists":
+            return present is bool(arg)
+        if not present:
+            return False
+        if kind == "prefix":
+            return isinstance(value, str) and value.startswith(str(arg))
+        if kind == "anything-but":
+            excluded = arg if isinstance(arg, list) else [arg]
+            return value not in excluded
+        if kind == "numeric":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return False
+            return all(NUMERIC_OPS[arg[i]](value, arg[i + 1]) for i in range(0, len(arg), 2))
+        return False
+    return present and value == rule
+
+
+def matches(policy, attributes: dict) -> bool:
+    if not policy:
+        return True
+    for name, rules in policy.items():
+        present = name in attributes
+        if not any(_rule_matches(rule, present, attributes.get(name)) for rule in rules):
+            return False
+    return True

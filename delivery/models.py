@@ -1,0 +1,140 @@
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from subscriptions.models import Endpoint, Subscription, Topic
+
+
+class Message(models.Model):
+    """One published event."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="messages")
+    event_type = models.CharField(max_length=256, default="herald.message")
+    subject = models.CharField(max_length=1024, blank=True, default="")
+    payload = models.JSONField(null=True, blank=True)
+    payload_is_text = models.BooleanField(default=False, help_text="Published as `message` (text), not `payload`.")
+    attributes = models.JSONField(default=dict, blank=True)
+    published_at = models.DateTimeField(db_index=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 (NULL = no key; unique when set)
+    request_fingerprint = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["-published_at"]
+        indexes = [models.Index(fields=["topic", "-published_at"], name="message_topic_published")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["topic", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="message_unique_idempotency_key",
+            )
+        ]
+
+    def __str__(self):
+        return str(self.id)
+
+
+class Delivery(models.Model):
+    """One (message, subscription) pair and where it stands."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        IN_FLIGHT = "in_flight"
+        SUCCEEDED = "succeeded"
+        DEAD_LETTERED = "dead_lettered"
+        DROPPED = "dropped"
+
+    class DeadLetterReason(models.TextChoices):
+        MAX_ATTEMPTS = "max_attempts"
+        TTL_EXPIRED = "ttl_expired"
+        PERMANENT_FAILURE = "permanent_failure"
+        ENDPOINT_FROZEN = "endpoint_frozen"
+        MANUAL = "manual"
+
+    TERMINAL = (Status.SUCCEEDED, Status.DEAD_LETTERED, Status.DROPPED)
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempt_count = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    first_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    dead_letter_reason = models.CharField(max_length=32, choices=DeadLetterReason.choices, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # Bookkeeping for the dispatcher and reconciler: when and under which RQ job id it was last queued.
+    queued = models.BooleanField(default=False)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    job_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "subscription"], name="delivery_unique_per_subscription")
+        ]
+        indexes = [
+            # The dispatcher's query: pending rows not yet on a queue, by due time. Partial, so it holds only the
+            # retry backlog and stays small however large the table grows.
+            models.Index(fields=["next_attempt_at"], condition=Q(status="pending", queued=False), name="delivery_due"),
+            # The reconciler's query: queued rows whose job may have been lost.
+            models.Index(fields=["enqueued_at"], condition=Q(status="pending", queued=True), name="delivery_queued"),
+            # Lease expiry (crash recovery) scans only in-flight rows.
+            models.Index(fields=["lease_until"], condition=Q(status="in_flight"), name="delivery_lease"),
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),
+            models.Index(fields=["subscription", "status"], name="delivery_subscription_status"),
+        ]
+
+    def __str__(self):
+        return f"delivery {self.pk} ({self.status})"
+
+
+class Attempt(models.Model):
+    """One HTTP try of a delivery."""
+
+    class Queue(models.TextChoices):
+        DELIVERIES = "deliveries"
+        RETRIES = "retries"
+        MANUAL = "manual"
+        PROBE = "probe"
+
+    class ErrorClass(models.TextChoices):
+        TIMEOUT = "timeout"
+        CONNECTION = "connection"
+        DNS = "dns"
+        TLS = "tls"
+        BLOCKED_ADDRESS = "blocked_address"
+        HTTP_STATUS = "http_status"
+        REDIRECT = "redirect"
+
+    class Outcome(models.TextChoices):
+        SUCCESS = "success"
+        RETRYABLE_FAILURE = "retryable_failure"
+        PERMANENT_FAILURE = "permanent_failure"
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    queue = models.CharField(max_length=16, choices=Queue.choices)
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    request_url = models.URLField(max_length=2048)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    response_body = models.TextField(blank=True, default="")
+    error_class = models.CharField(max_length=32, choices=ErrorClass.choices, blank=True, default="")
+    error_detail = models.CharField(max_length=1024, blank=True, default="")
+    outcome = models.CharField(max_length=32, choices=Outcome.choices)
+
+    class Meta:
+        ordering = ["delivery_id", "number"]
+        indexes = [
+            models.Index(fields=["delivery", "number"], name="attempt_delivery_number"),
+            models.Index(fields=["started_at"], name="attempt_started"),
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number} of delivery {self.delivery_id}"

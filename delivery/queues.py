@@ -1,0 +1,53 @@
+"""Putting work on the RQ queues: batches of delivery ids, after the transaction commits."""
+
+import logging
+import uuid
+
+import django_rq
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Delivery
+
+log = logging.getLogger(__name__)
+DELIVERIES, RETRIES = "deliveries", "retries"
+
+
+def chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def assign_jobs(delivery_ids: list[int], queue_name: str) -> list[tuple[str, list[int]]]:
+    """Split ids into batches, each with a fresh job id, and remember the job id on the rows."""
+    batches = [(uuid.uuid4().hex, batch) for batch in chunks(delivery_ids, settings.HERALD_BATCH_SIZE)]
+    now = timezone.now()
+    for job_id, batch in batches:
+        Delivery.objects.filter(id__in=batch).update(job_id=job_id, queued=True, enqueued_at=now)
+    return batches
+
+
+def push(batches: list[tuple[str, list[int]]], queue_name: str) -> None:
+    """Enqueue now. A Redis failure is logged, not raised: the reconciler re-enqueues work that has no job."""
+    queue = django_rq.get_queue(queue_name)
+    try:
+        with queue.connection.pipeline() as pipe:
+            jobs = [
+                queue.prepare_data("delivery.jobs.deliver", args=(ids, queue_name), job_id=job_id,
+                                   timeout=settings.HERALD_JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
+                for job_id, ids in batches
+            ]
+            queue.enqueue_many(jobs, pipeline=pipe)
+            pipe.execute()
+    except Exception:  # Redis down or flushed mid-way: nothing is lost, the rows stay pending and due
+        log.exception("could not enqueue %d delivery batches on %s; the reconciler will retry", len(batches),
+                      queue_name)
+
+
+def enqueue_after_commit(delivery_ids: list[int], queue_name: str) -> None:
+    """Call inside the transaction that made the rows due; the jobs go out once it commits."""
+    if not delivery_ids:
+        return
+    batches = assign_jobs(delivery_ids, queue_name)
+    transaction.on_commit(lambda: push(batches, queue_name))

@@ -1,0 +1,71 @@
+"""Publishing: store the message and its deliveries in one transaction, queue the first attempts after commit."""
+
+import hashlib
+import json
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from subscriptions.errors import ApplicationError
+from subscriptions.models import Subscription, Topic
+
+from .filtering import matches
+from .models import Delivery, Message
+from .queues import DELIVERIES, enqueue_after_commit
+
+
+def fingerprint(**parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def message_publish(
+    *,
+    topic: Topic,
+    payload,
+    payload_is_text: bool = False,
+    event_type: str = "herald.message",
+    subject: str = "",
+    attributes: dict | None = None,
+    idempotency_key: str | None = None,
+) -> tuple[Message, int, bool]:
+    """Returns (message, deliveries created, created). A repeated idempotency key returns the original message."""
+    attributes = attributes or {}
+    digest = fingerprint(payload=payload, text=payload_is_text, type=event_type, subject=subject, attrs=attributes)
+    if idempotency_key:
+        existing = Message.objects.filter(topic=topic, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _replay(existing, digest)
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(
+                topic=topic, payload=payload, payload_is_text=payload_is_text, event_type=event_type,
+                subject=subject, attributes=attributes, published_at=timezone.now(),
+                idempotency_key=idempotency_key or None, request_fingerprint=digest,
+            )
+            subscriptions = [
+                s for s in Subscription.objects.filter(topic=topic, status__in=[
+                    Subscription.Status.CONFIRMED, Subscription.Status.PAUSED])
+                if matches(s.filter_policy, attributes)
+            ]
+            deliveries = Delivery.objects.bulk_create(
+                [
+                    Delivery(message=message, subscription=s, endpoint_id=s.endpoint_id,
+                             # a paused subscription's deliveries are held (no due time) until it resumes
+                             next_attempt_at=None if s.status == Subscription.Status.PAUSED else message.published_at)
+                    for s in subscriptions
+                ],
+                batch_size=1000,
+            )
+            enqueue_after_commit([d.id for d in deliveries if d.next_attempt_at is not None], DELIVERIES)
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        existing = Message.objects.get(topic=topic, idempotency_key=idempotency_key)  # lost a race: same answer
+        return _replay(existing, digest)
+    return message, len(deliveries), True
+
+
+def _replay(existing: Message, digest: str):
+    if existing.request_fingerprint != digest:
+        raise ApplicationError("This Idempotency-Key was already used with a different request.", status_code=409)
+    return existing, existing.deliveries.count(), False

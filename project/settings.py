@@ -1,0 +1,186 @@
+"""Herald settings. Everything a deployment changes comes from the environment (see README)."""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VERSION = "0.1.0"
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def env_number(name: str, default, cast=int):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return cast(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-dev-key-change-me" if DEBUG else None)
+if not SECRET_KEY:
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_rq",
+    "subscriptions",
+    "delivery",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+WSGI_APPLICATION = "project.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}",
+        conn_max_age=600,
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# --- REST API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first: an anonymous request then gets 401 with a WWW-Authenticate header, not 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "subscriptions.errors.api_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Herald API",
+    "DESCRIPTION": "Publish events to topics; Herald delivers them to every subscriber's webhook.",
+    "VERSION": VERSION,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Redis and RQ -----------------------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+RQ_QUEUES = {
+    "deliveries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
+    "retries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
+}
+RQ = {"COMMIT_MODE": "on_db_commit"}
+
+# --- Herald -----------------------------------------------------------------------------------
+HERALD_DEFAULT_DELIVERY_POLICY = os.environ.get("HERALD_DEFAULT_DELIVERY_POLICY", "workfront")
+HERALD_REQUIRE_CONFIRMATION = env_bool("HERALD_REQUIRE_CONFIRMATION", True)
+HERALD_MAX_PAYLOAD_BYTES = env_number("HERALD_MAX_PAYLOAD_BYTES", 262_144)
+HERALD_ALLOWED_NETWORKS = env_list("HERALD_ALLOWED_NETWORKS")
+HERALD_DISABLE_FAILURE_RATE = env_number("HERALD_DISABLE_FAILURE_RATE", 0.70, float)
+HERALD_DISABLE_MIN_ATTEMPTS = env_number("HERALD_DISABLE_MIN_ATTEMPTS", 100)
+HERALD_DISABLE_CONSECUTIVE_FAILURES = env_number("HERALD_DISABLE_CONSECUTIVE_FAILURES", 2000)
+HERALD_FREEZE_CONSECUTIVE_FAILURES = env_number("HERALD_FREEZE_CONSECUTIVE_FAILURES", 2000)
+HERALD_FREEZE_SILENCE_SECONDS = env_number("HERALD_FREEZE_SILENCE_SECONDS", 259_200)
+HERALD_FREEZE_ABSOLUTE_FAILURES = env_number("HERALD_FREEZE_ABSOLUTE_FAILURES", 50_000)
+HERALD_PROBE_INTERVAL_SECONDS = env_number("HERALD_PROBE_INTERVAL_SECONDS", 600)
+HERALD_RATE_WINDOW_SECONDS = env_number("HERALD_RATE_WINDOW_SECONDS", 86_400)
+HERALD_DISPATCH_INTERVAL_SECONDS = env_number("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0, float)
+HERALD_ATTEMPT_RETENTION_DAYS = env_number("HERALD_ATTEMPT_RETENTION_DAYS", 30)
+HERALD_MESSAGE_RETENTION_DAYS = env_number("HERALD_MESSAGE_RETENTION_DAYS", 30)
+# Engine tuning (internal; documented in docs/architecture.md).
+HERALD_BATCH_SIZE = env_number("HERALD_BATCH_SIZE", 50)
+HERALD_SENDER_THREADS = env_number("HERALD_SENDER_THREADS", 8)
+HERALD_LEASE_MARGIN_SECONDS = env_number("HERALD_LEASE_MARGIN_SECONDS", 30)
+HERALD_RECONCILE_AFTER_SECONDS = env_number("HERALD_RECONCILE_AFTER_SECONDS", 60)
+HERALD_JOB_TIMEOUT_SECONDS = env_number("HERALD_JOB_TIMEOUT_SECONDS", 900)
+HERALD_PUBLIC_URL = os.environ.get("HERALD_PUBLIC_URL", "http://127.0.0.1:8000")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"rq.worker": {"level": os.environ.get("RQ_LOG_LEVEL", "WARNING")}},
+}

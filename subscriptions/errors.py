@@ -1,0 +1,46 @@
+"""One application error type, and the API's JSON error shape."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+class ApplicationError(Exception):
+    """Raised by services; the API turns it into a clean 4xx."""
+
+    def __init__(self, message: str, *, status_code: int = 400, field: str | None = None, extra: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.field = field
+        self.extra = extra or {}
+
+    def as_payload(self) -> dict:
+        if self.field:
+            return {self.field: [self.message], **self.extra}
+        return {"detail": self.message, **self.extra}
+
+
+class ServiceUnavailable(ApplicationError):
+    def __init__(self, message: str = "A backing service is unavailable; nothing was changed. Try again shortly."):
+        super().__init__(message, status_code=503)
+
+
+def api_exception_handler(exc, context):
+    from delivery.policy import PolicyError  # late: keeps this module importable without the delivery app
+
+    if isinstance(exc, ApplicationError):
+        response = Response(exc.as_payload(), status=exc.status_code)
+        if exc.status_code == 503:
+            response["Retry-After"] = "5"
+        return response
+    if isinstance(exc, PolicyError):
+        return Response({"delivery_policy": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        return Response({"detail": "The database is unavailable; nothing was changed. Try again shortly."},
+                        status=503, headers={"Retry-After": "5"})
+    return exception_handler(exc, context)

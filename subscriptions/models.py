@@ -1,0 +1,92 @@
+import base64
+import secrets
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+TOPIC_NAME_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.' or '-'."
+)
+
+
+def generate_secret() -> str:
+    """A Standard Webhooks signing secret: `whsec_` + base64 of 32 random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+class Topic(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="topics")
+    name = models.CharField(max_length=256, validators=[TOPIC_NAME_VALIDATOR])
+    description = models.TextField(blank=True, default="")
+    delivery_policy = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="topic_unique_name_per_owner")]
+
+    def __str__(self):
+        return self.name
+
+
+class Endpoint(models.Model):
+    """Health of one URL for one owner, shared by that owner's subscriptions to the URL."""
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        DISABLED = "disabled"
+        FROZEN = "frozen"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
+    url = models.URLField(max_length=2048)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    window_attempts = models.PositiveIntegerField(default=0)
+    window_failures = models.PositiveIntegerField(default=0)
+    window_started_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+    next_probe_at = models.DateTimeField(null=True, blank=True)
+    state_reason = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "url"], name="endpoint_unique_url_per_owner")]
+
+    def __str__(self):
+        return self.url
+
+
+class Subscription(models.Model):
+    class Status(models.TextChoices):
+        PENDING_CONFIRMATION = "pending_confirmation"
+        CONFIRMED = "confirmed"
+        PAUSED = "paused"
+
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="subscriptions")
+    delivery_policy = models.JSONField(null=True, blank=True)
+    filter_policy = models.JSONField(null=True, blank=True)
+    raw_message_delivery = models.BooleanField(default=False)
+    secret = models.CharField(max_length=64, default=generate_secret)
+    status = models.CharField(max_length=32, choices=Status.choices, default=Status.PENDING_CONFIRMATION)
+    confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    confirmation_expires_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["topic", "status"], name="subscription_topic_status")]
+
+    def __str__(self):
+        return f"{self.topic.name} → {self.endpoint.url}"
+
+    @property
+    def owner(self):
+        return self.topic.owner

@@ -1,0 +1,97 @@
+"""Topic, subscription and endpoint services: validate, check current state, change it."""
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from delivery import policy as delivery_policy
+
+from .errors import ApplicationError
+from .models import Endpoint, Subscription, Topic, generate_secret
+from .urlnorm import InvalidURL, normalize_url
+
+
+def validate_policy(document) -> None:
+    """Raises PolicyError (→ 400 naming every bad field) unless `document` is empty or valid."""
+    if document in (None, {}):
+        return
+    delivery_policy.parse(document)
+
+
+def topic_create(*, owner, name: str, description: str = "", delivery_policy=None) -> Topic:
+    validate_policy(delivery_policy)
+    try:
+        with transaction.atomic():
+            return Topic.objects.create(owner=owner, name=name, description=description,
+                                        delivery_policy=delivery_policy or None)
+    except IntegrityError:
+        raise ApplicationError("You already have a topic with this name.", field="name") from None
+
+
+def topic_update(*, topic: Topic, **changes) -> Topic:
+    if "delivery_policy" in changes:
+        validate_policy(changes["delivery_policy"])
+        changes["delivery_policy"] = changes["delivery_policy"] or None
+    for key, value in changes.items():
+        setattr(topic, key, value)
+    try:
+        with transaction.atomic():
+            topic.save()
+    except IntegrityError:
+        raise ApplicationError("You already have a topic with this name.", field="name") from None
+    return topic
+
+
+def endpoint_for(*, owner, url: str) -> Endpoint:
+    try:
+        normalized = normalize_url(url)
+    except InvalidURL as exc:
+        raise ApplicationError(str(exc), field="endpoint") from None
+    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=normalized)
+    return endpoint
+
+
+def subscription_create(
+    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=False
+) -> tuple[Subscription, str]:
+    """Returns the subscription and its signing secret (shown to the caller this once)."""
+    validate_policy(delivery_policy)
+    from delivery.confirmation import confirmation_request  # delivery builds on subscriptions, not the reverse
+
+    with transaction.atomic():
+        health = endpoint_for(owner=topic.owner, url=endpoint)
+        confirmed = not settings.HERALD_REQUIRE_CONFIRMATION
+        subscription = Subscription.objects.create(
+            topic=topic,
+            endpoint=health,
+            delivery_policy=delivery_policy or None,
+            filter_policy=filter_policy or None,
+            raw_message_delivery=raw_message_delivery,
+            secret=generate_secret(),
+            status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
+        )
+        if not confirmed:
+            confirmation_request(subscription=subscription)
+    return subscription, subscription.secret
+
+
+def subscription_update(*, subscription: Subscription, **changes) -> Subscription:
+    if "delivery_policy" in changes:
+        validate_policy(changes["delivery_policy"])
+        changes["delivery_policy"] = changes["delivery_policy"] or None
+    if "endpoint" in changes:
+        changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"])
+    for key, value in changes.items():
+        setattr(subscription, key, value)
+    subscription.save()
+    return subscription
+
+
+def subscription_set_paused(*, subscription: Subscription, paused: bool) -> Subscription:
+    if paused and subscription.status != Subscription.Status.CONFIRMED:
+        raise ApplicationError("Only a confirmed subscription can be paused.", status_code=409)
+    if not paused and subscription.status != Subscription.Status.PAUSED:
+        raise ApplicationError("The subscription is not paused.", status_code=409)
+    subscription.status = Subscription.Status.PAUSED if paused else Subscription.Status.CONFIRMED
+    subscription.save(update_fields=["status", "updated_at"])
+    return subscription
+

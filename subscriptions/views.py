@@ -1,0 +1,142 @@
+from django.conf import settings
+from django.db.models import Count, Q
+from django_filters.rest_framework import CharFilter, FilterSet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from delivery.confirmation import confirmation_request, subscription_confirm
+from delivery.services import message_publish
+from delivery.wire import payload_bytes
+
+from . import services
+from .errors import ApplicationError
+from .models import Endpoint, Subscription, Topic
+from .ownership import OwnedQuerysetMixin
+from .serializers import (
+    ConfirmSerializer,
+    EndpointSerializer,
+    PublishedSerializer,
+    PublishSerializer,
+    SubscriptionCreatedSerializer,
+    SubscriptionSerializer,
+    SubscriptionUpdateSerializer,
+    TopicSerializer,
+)
+
+
+class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+    queryset = Topic.objects.all()
+    serializer_class = TopicSerializer
+    filterset_fields = ["name"]
+    ordering_fields = ["id", "name", "created_at"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def perform_create(self, serializer):
+        serializer.instance = services.topic_create(owner=self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = services.topic_update(topic=serializer.instance, **serializer.validated_data)
+
+    @extend_schema(
+        request=PublishSerializer, responses={202: PublishedSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+    )
+    @action(detail=True, methods=["post"])
+    def publish(self, request, pk=None):
+        topic = self.get_object()
+        limit = settings.HERALD_MAX_PAYLOAD_BYTES
+        if len(request.body) > 2 * limit + 65536:
+            raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
+        serializer = PublishSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        is_text = "message" in request.data
+        payload = data["message"] if is_text else data["payload"]
+        size = len(payload_bytes(payload, is_text))
+        if size > limit:
+            raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and len(key) > 255:
+            raise ApplicationError("At most 255 characters.", field="Idempotency-Key")
+        message, count, created = message_publish(
+            topic=topic, payload=payload, payload_is_text=is_text, event_type=data["event_type"],
+            subject=data["subject"], attributes=data["attributes"], idempotency_key=key,
+        )
+        body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
+        return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SubscriptionFilter(FilterSet):
+    endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
+
+    class Meta:
+        model = Subscription
+        fields = ["topic", "status", "endpoint", "raw_message_delivery"]
+
+
+class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+    queryset = Subscription.objects.select_related("topic", "endpoint")
+    owner_path = "topic__owner"
+    filterset_class = SubscriptionFilter
+    ordering_fields = ["id", "created_at", "status"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return SubscriptionSerializer
+        if self.action == "partial_update":
+            return SubscriptionUpdateSerializer
+        return SubscriptionSerializer
+
+    @extend_schema(responses={201: SubscriptionCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        subscription, _secret = services.subscription_create(
+            topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
+            filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery", False),
+        )
+        return Response(SubscriptionCreatedSerializer(subscription).data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        if "endpoint" in data:
+            data["endpoint"] = data["endpoint"]["url"]
+        serializer.instance = services.subscription_update(subscription=serializer.instance, **data)
+
+    @extend_schema(request=ConfirmSerializer, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def confirm(self, request, pk=None):
+        subscription = self.get_object()
+        serializer = ConfirmSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        confirmed = subscription_confirm(token=serializer.validated_data["token"], subscription=subscription)
+        return Response(SubscriptionSerializer(confirmed, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses={202: None})
+    @action(detail=True, methods=["post"], url_path="resend-confirmation")
+    def resend_confirmation(self, request, pk=None):
+        subscription = self.get_object()
+        if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
+            raise ApplicationError("The subscription is already confirmed.", status_code=409)
+        confirmation_request(subscription=subscription)
+        return Response({"detail": "A new confirmation request is on its way."}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[OpenApiParameter("token", str, required=True)], responses={200: None})
+    @action(detail=False, methods=["get"], url_path="confirm", permission_classes=[AllowAny],
+            authentication_classes=[])
+    def confirm_by_link(self, request):
+        subscription = subscription_confirm(token=request.query_params.get("token", ""))
+        return Response({"detail": "Subscription confirmed.", "subscription_id": subscription.id})
+
+
+class EndpointViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      viewsets.GenericViewSet):
+    queryset = Endpoint.objects.annotate(subscription_count=Count("subscriptions", filter=Q()))
+    serializer_class = EndpointSerializer
+    filterset_fields = ["state", "url"]
+    ordering_fields = ["id", "consecutive_failures", "last_failure_at"]

@@ -1,0 +1,126 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import django_rq
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rq import SimpleWorker
+
+from tests.receiver import Receiver
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def redis_conn():
+    connection = django_rq.get_connection("deliveries")
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+
+
+@pytest.fixture
+def receiver():
+    server = Receiver()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("mallory", password="pw-mallory-123")
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+@pytest.fixture
+def api(user):
+    return client_for(user)
+
+
+@pytest.fixture
+def other_api(other_user):
+    return client_for(other_user)
+
+
+def drain(max_rounds: int = 50) -> None:
+    """Run a real RQ worker in this process until both queues are empty (burst mode)."""
+    connection = django_rq.get_connection("deliveries")
+    queues = [django_rq.get_queue("deliveries"), django_rq.get_queue("retries")]
+    worker = SimpleWorker(queues, connection=connection)
+    worker.work(burst=True, max_jobs=None, logging_level="WARNING")
+
+
+@pytest.fixture
+def run_worker(redis_conn):
+    return drain
+
+
+def subprocess_env(**extra) -> dict:
+    """Environment for worker/cron subprocesses: the test database, the test Redis."""
+    env = dict(os.environ)
+    db = connection.settings_dict  # the test database, once pytest-django created it
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Processes:
+    def __init__(self):
+        self.running: list[subprocess.Popen] = []
+
+    def start(self, *args, **env) -> subprocess.Popen:
+        process = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(**env))
+        self.running.append(process)
+        return process
+
+    def worker(self, **env) -> subprocess.Popen:
+        return self.start("rqworker", "--worker-class", "rq.worker.SimpleWorker", "deliveries", "retries", **env)
+
+    def cron(self, **env) -> subprocess.Popen:
+        return self.start("herald_cron", **env)
+
+    def stop_all(self):
+        for process in self.running:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.running:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def processes(redis_conn):
+    group = Processes()
+    yield group
+    group.stop_all()
+
+
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")

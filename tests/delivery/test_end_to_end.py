@@ -1,0 +1,125 @@
+"""Publish through the API, deliver through a real RQ worker to a real local receiver; verify what arrived."""
+
+import json
+import time
+
+import django_rq
+import pytest
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from delivery import dispatch
+from delivery.models import Attempt, Delivery
+from tests.receiver import Reply, parse_cloudevent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def make_subscription(api, receiver, **extra):
+    topic = api.post("/api/topics/", {"name": "orders"}, format="json").json()
+    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url, **extra},
+                        format="json")
+    assert response.status_code == 201, response.content
+    return topic, response.json()
+
+
+def test_published_event_arrives_as_signed_cloudevent(api, receiver, run_worker):
+    topic, subscription = make_subscription(api, receiver)
+
+    published = api.post(f"/api/topics/{topic['id']}/publish/",
+                         {"payload": {"order": 42}, "event_type": "order.created", "subject": "orders/42"},
+                         format="json")
+    assert published.status_code == 202
+    assert published.json()["deliveries"] == 1
+    run_worker()
+
+    [request] = receiver.wait_for(1)
+    verified = Webhook(subscription["secret"]).verify(request.body, request.headers)
+    assert verified["data"] == {"order": 42}
+    event, data = parse_cloudevent(request)
+    assert event["specversion"] == "1.0"
+    assert event["id"] == published.json()["message_id"]
+    assert event["source"] == "/topics/orders"
+    assert event["type"] == "order.created"
+    assert event["subject"] == "orders/42"
+    assert data == {"order": 42}
+    assert request.headers["content-type"].startswith("application/cloudevents+json")
+    assert request.headers["webhook-id"] == published.json()["message_id"]
+    assert request.headers["herald-attempt"] == "1"
+    assert request.headers["herald-subscription"] == str(subscription["id"])
+    assert request.headers["user-agent"].startswith("Herald/")
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == "succeeded" and delivery.attempt_count == 1 and delivery.delivered_at
+    attempt = Attempt.objects.get()
+    assert (attempt.response_status, attempt.outcome, attempt.queue) == (200, "success", "deliveries")
+    assert attempt.response_body == '{"ok":true}'
+
+
+def test_raw_delivery_sends_payload_with_binary_mode_headers(api, receiver, run_worker):
+    topic, subscription = make_subscription(api, receiver, raw_message_delivery=True)
+
+    published = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"x": [1, 2]}, "subject": "ü s"},
+                         format="json").json()
+    run_worker()
+
+    [request] = receiver.wait_for(1)
+    assert json.loads(request.body) == {"x": [1, 2]}
+    assert request.headers["content-type"] == "application/json"
+    Webhook(subscription["secret"]).verify(request.body, request.headers)
+    event, _ = parse_cloudevent(request)
+    assert event["id"] == published["message_id"]
+    assert event["source"] == "/topics/orders"
+    assert event["type"] == "herald.message"
+    assert event["subject"] == "ü s"
+    assert request.headers["ce-specversion"] == "1.0"
+
+
+def test_text_message_is_delivered_as_text(api, receiver, run_worker):
+    topic, subscription = make_subscription(api, receiver, raw_message_delivery=True)
+
+    api.post(f"/api/topics/{topic['id']}/publish/", {"message": "hello, world"}, format="json")
+    run_worker()
+
+    [request] = receiver.wait_for(1)
+    assert request.body == b"hello, world"
+    assert request.headers["content-type"].startswith("text/plain")
+
+
+def test_failure_is_retried_from_the_database_on_the_retries_queue(api, receiver, run_worker):
+    receiver.script = [Reply(status=500, body=b"boom"), Reply(status=200)]
+    policy = {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAttempts": 2}}
+    topic, subscription = make_subscription(api, receiver, delivery_policy=policy)
+
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    run_worker()
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == "pending" and delivery.attempt_count == 1
+    assert dispatch.dispatch_due() == 0  # not due yet: never early
+    time.sleep((delivery.next_attempt_at - timezone.now()).total_seconds() + 0.05)
+    assert dispatch.dispatch_due() == 1
+    run_worker()
+
+    first, second = receiver.wait_for(2)
+    assert first.headers["webhook-id"] == second.headers["webhook-id"]
+    assert (first.headers["herald-attempt"], second.headers["herald-attempt"]) == ("1", "2")
+    assert second.at - first.at >= 1.0
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded" and delivery.attempt_count == 2
+    assert list(Attempt.objects.values_list("queue", "response_status", "outcome")) == [
+        ("deliveries", 500, "retryable_failure"), ("retries", 200, "success")]
+
+
+def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
+    topic, _ = make_subscription(api, receiver)
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    delivery = Delivery.objects.get()
+    django_rq.get_queue("deliveries").enqueue("delivery.jobs.deliver", [delivery.id], "deliveries")
+
+    run_worker()
+
+    assert len(receiver.wait_for(1)) == 1
+    time.sleep(0.2)
+    assert len(receiver.requests) == 1
+    assert Attempt.objects.count() == 1
