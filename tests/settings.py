@@ -7,6 +7,7 @@ os.environ.setdefault("HERALD_REQUIRE_CONFIRMATION", "false")
 os.environ.setdefault("HERALD_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HERALD_RECONCILE_AFTER_SECONDS", "2")
 os.environ.setdefault("HERALD_LEASE_MARGIN_SECONDS", "2")
+os.environ.setdefault("HERALD_RECONCILE_INTERVAL_SECONDS", "0.5")
 
 from project.settings import *  # noqa: E402,F403
 

@@ -33,7 +33,7 @@ class Command(BaseCommand):
             try:
                 close_old_connections()
                 dispatch.dispatch_due()
-                if time.monotonic() - last_reconcile >= max(interval, 5) or once:
+                if time.monotonic() - last_reconcile >= settings.HERALD_RECONCILE_INTERVAL_SECONDS or once:
                     dispatch.reconcile()
                     last_reconcile = time.monotonic()
                 if time.monotonic() - last_retention >= 3600 or once:

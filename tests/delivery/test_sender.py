@@ -1,0 +1,57 @@
+"""The sender against real local servers: it returns values, never raises, never follows redirects."""
+
+import socket
+
+from delivery.sender import EXCERPT_BYTES, send
+from delivery.wire import OutgoingRequest
+from tests.receiver import Reply
+
+
+def post(url, timeout=2.0):
+    return send(OutgoingRequest(url=url, body=b"{}", headers={"Content-Type": "application/json"}), timeout=timeout)
+
+
+def test_success_records_status_headers_and_excerpt(receiver):
+    receiver.script = [Reply(status=204, body=b"", headers={"X-Seen": "yes"})]
+    result = post(receiver.url)
+    assert result.ok and result.status == 204 and result.error_class == ""
+    assert result.headers["X-Seen"] == "yes"
+
+
+def test_http_error_is_a_value(receiver):
+    receiver.script = [Reply(status=503, body=b"busy", headers={"Retry-After": "7"})]
+    result = post(receiver.url)
+    assert (result.ok, result.status, result.error_class, result.body_excerpt) == (False, 503, "http_status", "busy")
+    assert result.headers["Retry-After"] == "7"
+
+
+def test_redirects_are_not_followed(receiver):
+    receiver.script = [Reply(status=302, headers={"Location": receiver.url + "/elsewhere"})]
+    result = post(receiver.url)
+    assert (result.status, result.error_class) == (302, "redirect")
+    assert len(receiver.requests) == 1
+
+
+def test_timeout_is_a_value(receiver):
+    receiver.script = [Reply(delay=3)]
+    result = post(receiver.url, timeout=1)
+    assert (result.status, result.error_class) == (None, "timeout")
+    assert 900 <= result.duration_ms < 2900
+
+
+def test_connection_refused_is_a_value():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound but not listening: the connection is refused
+        result = post(f"http://127.0.0.1:{port}/")
+    assert (result.status, result.error_class) == (None, "connection")
+
+
+def test_unresolvable_host_is_a_dns_error():
+    result = post("http://no-such-host.invalid/")
+    assert (result.status, result.error_class) == (None, "dns")
+
+
+def test_body_excerpt_is_capped(receiver):
+    receiver.script = [Reply(status=500, body=b"x" * 20000)]
+    assert len(post(receiver.url).body_excerpt) == EXCERPT_BYTES
