@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench install install-dev clean
+.PHONY: run test lint bench install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ run: install
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py herald_demo
 	$(BIN)/honcho start
+
+# A demo receiver that prints what Herald delivers: `make receiver` (port 9000).
+receiver: install
+	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000)
 
 test: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -37,9 +37,11 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-dev-key-change-me" if DEBUG else None)
+# A deployment (DEBUG off and a DATABASE_URL) must set SECRET_KEY; a local SQLite run gets a development key.
+LOCAL_RUN = DEBUG or not os.environ.get("DATABASE_URL")
+SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if LOCAL_RUN else None)
 if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off and DATABASE_URL is set")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
