@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from subscriptions.models import Subscription
@@ -34,29 +35,44 @@ def pool() -> ThreadPoolExecutor:
 
 
 def claim(delivery_ids: list[int], now) -> list[Delivery]:
-    """Take the due, pending rows among `delivery_ids`; rows another job holds are skipped, not waited for."""
+    """Take the due, pending rows among `delivery_ids`; rows another job holds are skipped, not waited for.
+
+    Two round trips on PostgreSQL: load the candidates, then one UPDATE ... RETURNING (SKIP LOCKED).
+    """
     candidates = list(
         Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING, next_attempt_at__lte=now)
         .select_related("message__topic", "subscription__topic", "endpoint")
-        .order_by("id")
     )
     if not candidates:
         return []
     rounds = math.ceil(len(candidates) / settings.HERALD_SENDER_THREADS)
     longest = max(subscription_policy(d.subscription).timeout_seconds for d in candidates)
     lease = now + timedelta(seconds=rounds * longest + settings.HERALD_LEASE_MARGIN_SECONDS)
-    with transaction.atomic():
-        locked = set(
-            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(id__in=[d.id for d in candidates], status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-            .values_list("id", flat=True)
-        )
-        Delivery.objects.filter(id__in=locked).update(status=Delivery.Status.IN_FLIGHT, lease_until=lease,
-                                                      queued=False)
-    claimed = [d for d in candidates if d.id in locked]
+    locked = _lease([d.id for d in candidates], now, lease)
+    claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)
     for delivery in claimed:
         delivery.status, delivery.lease_until = Delivery.Status.IN_FLIGHT, lease
     return claimed
+
+
+def _lease(ids: list[int], now, lease) -> set[int]:
+    """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the ids this call won."""
+    pending, due = Delivery.Status.PENDING, Q(next_attempt_at__lte=now)
+    if connection.vendor == "postgresql":  # one round trip
+        table = Delivery._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""UPDATE {table} SET status = %s, lease_until = %s, queued = false
+                    WHERE id IN (SELECT id FROM {table} WHERE id = ANY(%s) AND status = %s AND next_attempt_at <= %s
+                                 FOR UPDATE SKIP LOCKED)
+                    RETURNING id""",
+                [Delivery.Status.IN_FLIGHT, lease, ids, pending, now],
+            )
+            return {row[0] for row in cursor.fetchall()}
+    with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
+        won = set(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
+        Delivery.objects.filter(id__in=won).update(status=Delivery.Status.IN_FLIGHT, lease_until=lease, queued=False)
+    return won
 
 
 def envelope(delivery: Delivery, policy) -> wire.Envelope:

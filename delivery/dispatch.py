@@ -1,6 +1,7 @@
 """The dispatcher and the reconciler: the database holds the schedule, Redis only what is due now.
 
-- dispatch: pending deliveries whose time has come and that are on no queue go to the `retries` queue.
+- dispatch: pending deliveries whose time has come and that are on no queue go to the `retries` queue (or, for
+  first attempts that publishing left to it under backlog, to `deliveries`).
 - reconcile: expired leases (a worker died mid-send) go back to pending; queued rows whose RQ job no longer exists
   (Redis flushed or restarted) are queued again.
 Both are safe to run from several schedulers at once: rows are taken with SKIP LOCKED.
@@ -18,7 +19,7 @@ from django.utils import timezone
 from rq.job import Job
 
 from .models import Delivery
-from .queues import RETRIES, enqueue_after_commit
+from .queues import DELIVERIES, RETRIES, enqueue_after_commit
 
 log = logging.getLogger(__name__)
 WAKE_KEY = "herald:dispatcher:wake"
@@ -39,20 +40,22 @@ def wake_dispatcher() -> None:
 
 
 def dispatch_due(now=None) -> int:
-    """Queue every due, unqueued pending delivery on `retries`. Never queues one before its time."""
+    """Queue every due, unqueued pending delivery: retries on `retries`, first attempts that publishing left to us
+    (under backlog) on `deliveries`. Never queues one before its time."""
     now = now or timezone.now()
     total = 0
     while True:
         with transaction.atomic():
-            ids = list(
+            rows = list(
                 Delivery.objects.select_for_update(skip_locked=True)
                 .filter(status=Delivery.Status.PENDING, queued=False, next_attempt_at__lte=now)
                 .order_by("next_attempt_at")
-                .values_list("id", flat=True)[:BATCH]
+                .values_list("id", "attempt_count")[:BATCH]
             )
-            enqueue_after_commit(ids, RETRIES)
-        total += len(ids)
-        if len(ids) < BATCH:
+            enqueue_after_commit([i for i, attempts in rows if attempts == 0], DELIVERIES)
+            enqueue_after_commit([i for i, attempts in rows if attempts > 0], RETRIES)
+        total += len(rows)
+        if len(rows) < BATCH:
             return total
 
 

@@ -45,9 +45,27 @@ def push(batches: list[tuple[str, list[int]]], queue_name: str) -> None:
                       queue_name)
 
 
-def enqueue_after_commit(delivery_ids: list[int], queue_name: str) -> None:
-    """Call inside the transaction that made the rows due; the jobs go out once it commits."""
+def backlogged(queue_name: str) -> bool:
+    """Is the queue already long? Then new work is better batched by the dispatcher than queued one job each."""
+    try:
+        return django_rq.get_queue(queue_name).count >= settings.HERALD_DIRECT_ENQUEUE_BACKLOG
+    except Exception:  # Redis unreachable: leave the rows to the dispatcher and the reconciler
+        return True
+
+
+def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_under_backlog: bool = False) -> None:
+    """Call inside the transaction that made the rows due; the jobs go out once it commits.
+
+    With `batch_under_backlog` (publishing), rows are left to the dispatcher while the queue is long: it gathers
+    them into full batches, which is what lets a worker approach the HTTP client's ceiling under load. When the
+    queue is short they are queued at once, for the lowest latency.
+    """
     if not delivery_ids:
+        return
+    if batch_under_backlog and backlogged(queue_name):
+        from .dispatch import wake_dispatcher
+
+        transaction.on_commit(wake_dispatcher)
         return
     batches = assign_jobs(delivery_ids, queue_name)
     transaction.on_commit(lambda: push(batches, queue_name))

@@ -56,7 +56,8 @@ def message_publish(
                 ],
                 batch_size=1000,
             )
-            enqueue_after_commit([d.id for d in deliveries if d.next_attempt_at is not None], DELIVERIES)
+            enqueue_after_commit([d.id for d in deliveries if d.next_attempt_at is not None], DELIVERIES,
+                                 batch_under_backlog=True)
     except IntegrityError:
         if not idempotency_key:
             raise

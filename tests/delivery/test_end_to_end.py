@@ -123,3 +123,21 @@ def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
     time.sleep(0.2)
     assert len(receiver.requests) == 1
     assert Attempt.objects.count() == 1
+
+
+def test_under_backlog_publishing_leaves_first_attempts_to_the_dispatcher(api, receiver, run_worker, settings,
+                                                                          redis_conn):
+    settings.HERALD_DIRECT_ENQUEUE_BACKLOG = 0  # the deliveries queue always counts as backlogged
+    topic, _ = make_subscription(api, receiver)
+    for n in range(3):
+        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": n}, format="json")
+    assert django_rq.get_queue("deliveries").count == 0
+    assert Delivery.objects.filter(queued=False, status="pending").count() == 3
+
+    assert dispatch.dispatch_due() == 3
+    assert django_rq.get_queue("deliveries").count == 1  # one batch job for all three
+    assert django_rq.get_queue("retries").count == 0
+    run_worker()
+
+    assert len(receiver.wait_for(3)) == 3
+    assert set(Attempt.objects.values_list("queue", flat=True)) == {"deliveries"}
