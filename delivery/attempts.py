@@ -9,7 +9,7 @@ import math
 import random
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from subscriptions.models import Subscription
 
-from . import decisions, sender, wire
+from . import decisions, sender, throttle, wire
 from .effective import subscription_policy
 from .health import record_results
 from .models import Attempt, Delivery
@@ -116,35 +116,35 @@ def hold(delivery: Delivery) -> dict:
     return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": None, "queued": False}
 
 
-def process(delivery_ids: list[int], queue_name: str) -> int:
-    """Attempt every claimable delivery in `delivery_ids`; returns how many were sent."""
-    now = timezone.now()
-    claimed = claim(delivery_ids, now)
-    if not claimed:
-        return 0
-    updates: dict[int, dict] = {}
-    to_send = []
-    for delivery in claimed:
-        policy = subscription_policy(delivery.subscription)
-        if delivery.subscription.status != Subscription.Status.CONFIRMED:
-            updates[delivery.id] = hold(delivery)
+def throttled(ready: list, updates: dict, now) -> list:
+    """Keep what the subscriptions' throttles allow now; defer the rest to when a slot frees (not an attempt)."""
+    by_subscription = defaultdict(list)
+    for delivery, policy in ready:
+        by_subscription[delivery.subscription_id].append((delivery, policy))
+    allowed = []
+    for subscription_id, items in by_subscription.items():
+        rate = items[0][1].max_receives_per_second
+        if rate is None:
+            allowed.extend(items)
             continue
-        expires = policy.max_age_seconds
-        if expires is not None and now > delivery.message.published_at + timedelta(seconds=expires):
-            expired = decisions.give_up(policy, "ttl_expired", "retryable_failure")
-            updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
-            continue
-        number = delivery.attempt_count + 1
-        request = wire.build_request(envelope(delivery, policy), attempt_number=number, now=timezone.now())
-        to_send.append((delivery, policy, number, request))
+        granted, wait = throttle.acquire(subscription_id, rate, len(items), token=f"{items[0][0].id}:{now.timestamp()}")
+        allowed.extend(items[:granted])
+        for delivery, _ in items[granted:]:
+            updates[delivery.id] = defer(now + timedelta(seconds=max(wait, 0.001)))
+    return allowed
 
-    started = timezone.now()
-    futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
-               for _, policy, _, request in to_send]
+
+def defer(until) -> dict:
+    """Not attempted now (throttled): due again at `until`, through the dispatcher. The attempt count stays."""
+    return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": until, "queued": False}
+
+
+def record(claimed: list[Delivery], results: list, updates: dict, queue_name: str) -> None:
+    """Decide after each send, then write attempts, deliveries and endpoint counters in one short transaction."""
     attempts, outcomes_by_endpoint = [], defaultdict(list)
-    for (delivery, policy, number, request), future in zip(to_send, futures, strict=True):
-        result = future.result()
-        finished = timezone.now()
+    for (delivery, policy, number, request), result in results:
+        started = datetime.fromtimestamp(result.started_at, tz=UTC)
+        finished = started + timedelta(milliseconds=result.duration_ms)
         outcome = decisions.Outcome(
             status=result.status, error_class=result.error_class,
             retry_after=decisions.parse_retry_after(result.headers.get("Retry-After"), finished),
@@ -173,4 +173,35 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
         from .dispatch import wake_dispatcher
 
         wake_dispatcher()
+
+
+def process(delivery_ids: list[int], queue_name: str) -> int:
+    """Attempt every claimable delivery in `delivery_ids`; returns how many were sent."""
+    now = timezone.now()
+    claimed = claim(delivery_ids, now)
+    if not claimed:
+        return 0
+    updates: dict[int, dict] = {}
+    to_send = []
+    for delivery in claimed:
+        policy = subscription_policy(delivery.subscription)
+        if delivery.subscription.status != Subscription.Status.CONFIRMED:
+            updates[delivery.id] = hold(delivery)
+            continue
+        expires = policy.max_age_seconds
+        if expires is not None and now > delivery.message.published_at + timedelta(seconds=expires):
+            expired = decisions.give_up(policy, "ttl_expired", "retryable_failure")
+            updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
+            continue
+        to_send.append((delivery, policy))
+    to_send = throttled(to_send, updates, now)
+    to_send = [(delivery, policy, delivery.attempt_count + 1,
+                wire.build_request(envelope(delivery, policy), attempt_number=delivery.attempt_count + 1,
+                                   now=timezone.now()))
+               for delivery, policy in to_send]
+
+    futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
+               for _, policy, _, request in to_send]
+    results = [(item, future.result()) for item, future in zip(to_send, futures, strict=True)]
+    record(claimed, results, updates, queue_name)
     return len(to_send)

@@ -20,6 +20,7 @@ _local = threading.local()
 class SendResult:
     status: int | None
     duration_ms: int
+    started_at: float = 0.0  # wall clock (time.time()) when the request began
     headers: dict[str, str] = field(default_factory=dict)
     body_excerpt: str = ""
     error_class: str = ""  # timeout | connection | dns | tls | blocked_address | http_status | redirect
@@ -70,7 +71,7 @@ def read_excerpt(response: requests.Response) -> str:
 
 
 def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
-    started = time.monotonic()
+    began, started = time.time(), time.monotonic()
 
     def elapsed() -> int:
         return int((time.monotonic() - started) * 1000)
@@ -87,7 +88,7 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
         with response:
             excerpt = read_excerpt(response)
     except Exception as exc:  # the sender never raises: every failure becomes a result
-        return SendResult(status=None, duration_ms=elapsed(), error_class=classify_exception(exc),
+        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class=classify_exception(exc),
                           error_detail=f"{type(exc).__name__}: {exc}"[:1024])
     status = response.status_code
     if 200 <= status < 300:
@@ -96,5 +97,5 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
         error_class = "redirect"
     else:
         error_class = "http_status"
-    return SendResult(status=status, duration_ms=elapsed(), headers=dict(response.headers),
+    return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=dict(response.headers),
                       body_excerpt=excerpt, error_class=error_class)

@@ -1,0 +1,126 @@
+"""Policies through real workers, the real scheduler and a real receiver."""
+
+import time
+
+import pytest
+from django.utils import timezone
+
+from delivery import dispatch
+from delivery.models import Attempt, Delivery
+from tests.conftest import wait_until
+from tests.receiver import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TOLERANCE = 0.5  # seconds late at most, on a loaded 2-core machine
+
+
+def subscribe(api, receiver, policy, name="policies"):
+    topic = api.post("/api/topics/", {"name": name}, format="json").json()
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
+                                               "delivery_policy": policy}, format="json")
+    assert created.status_code == 201, created.content
+    return topic
+
+
+def publish(api, topic, payload=1):
+    response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
+    assert response.status_code == 202
+    return response.json()
+
+
+def test_retries_arrive_at_their_scheduled_offsets_never_early(api, receiver, processes):
+    receiver.script = [Reply(status=500), Reply(status=502), Reply(status=503), Reply(status=200)]
+    delays = [1, 2, 3]
+    topic = subscribe(api, receiver, {"retrySchedule": {"delays": delays}, "retryLimits": {"maxAttempts": 4}})
+    processes.worker()
+    processes.cron()
+
+    publish(api, topic)
+    requests = receiver.wait_for(4, timeout=30)
+
+    gaps = [later.at - earlier.at for earlier, later in zip(requests, requests[1:], strict=False)]
+    print("retry gaps (s):", [round(g, 3) for g in gaps])
+    for gap, delay in zip(gaps, delays, strict=True):
+        assert delay <= gap < delay + TOLERANCE, (gaps, delays)
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").exists())
+    assert list(Attempt.objects.order_by("number").values_list("queue", flat=True)) == [
+        "deliveries", "retries", "retries", "retries"]
+
+
+def test_throttle_holds_in_every_one_second_window_across_two_workers(api, receiver, processes):
+    topic = subscribe(api, receiver, {"throttlePolicy": {"maxReceivesPerSecond": 5}})
+    processes.worker()
+    processes.worker()
+    processes.cron()
+
+    for n in range(20):
+        publish(api, topic, n)
+    requests = receiver.wait_for(20, timeout=30)
+
+    arrivals = sorted(request.at for request in requests)
+    for index, start in enumerate(arrivals):
+        in_window = [t for t in arrivals[index:] if t < start + 1.0]
+        assert len(in_window) <= 5, f"{len(in_window)} requests within 1 s from {start}"
+    assert {r.json()["data"] for r in requests} == set(range(20))
+    assert arrivals[-1] - arrivals[0] < 6  # throttled, not stalled
+    assert set(Attempt.objects.values_list("number", flat=True)) == {1}  # a deferral is not an attempt
+
+
+def test_retry_after_is_honoured(api, receiver, processes):
+    receiver.script = [Reply(status=429, headers={"Retry-After": "2"}), Reply(status=200)]
+    topic = subscribe(api, receiver, {"retrySchedule": {"delays": [0.2]}, "retryLimits": {"maxAttempts": 3}})
+    processes.worker()
+    processes.cron()
+
+    publish(api, topic)
+    first, second = receiver.wait_for(2, timeout=20)
+
+    assert 2.0 <= second.at - first.at < 2.0 + TOLERANCE
+
+
+def run_until_settled(run_worker, rounds=20):
+    """Drive the in-process worker and the dispatcher until no delivery is pending or in flight."""
+    for _ in range(rounds):
+        run_worker()
+        dispatch.dispatch_due()
+        if not Delivery.objects.filter(status__in=["pending", "in_flight"]).exists():
+            return
+        due = dispatch.next_due_at()
+        if due is not None:
+            time.sleep(max(0.0, (due - timezone.now()).total_seconds()) + 0.01)
+    raise AssertionError("deliveries did not settle")
+
+
+@pytest.mark.parametrize("policy, reply, status, reason, attempts", [
+    ({"retrySchedule": {"delays": [0.1]}, "retryLimits": {"maxAttempts": 2}}, Reply(status=500),
+     "dead_lettered", "max_attempts", 2),
+    ({"retrySchedule": {"delays": [5]}, "retryLimits": {"maxAgeSeconds": 1}}, Reply(status=500),
+     "dead_lettered", "ttl_expired", 1),
+    ({"preset": "event-grid"}, Reply(status=400), "dead_lettered", "permanent_failure", 1),
+    ({"preset": "workfront"}, Reply(status=410), "dead_lettered", "permanent_failure", 1),
+    ({"retrySchedule": {"delays": [0.1]}, "retryLimits": {"maxAttempts": 2}, "redrivePolicy": {"deadLetter": False}},
+     Reply(status=500), "dropped", "max_attempts", 2),
+])
+def test_dead_letter_reasons_and_drop(api, receiver, run_worker, policy, reply, status, reason, attempts):
+    receiver.script = [reply]
+    topic = subscribe(api, receiver, policy)
+    publish(api, topic)
+
+    run_until_settled(run_worker)
+
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == (status, reason, attempts)
+    assert len(receiver.requests) == attempts
+
+
+def test_held_delivery_past_its_time_to_live_is_dead_lettered_without_sending(api, receiver, run_worker):
+    topic = subscribe(api, receiver, {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAgeSeconds": 1}})
+    publish(api, topic)
+    time.sleep(1.1)  # the message outlives its time-to-live before any worker picks it up
+
+    run_worker()
+
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == ("dead_lettered",
+                                                                                       "ttl_expired", 0)
+    assert receiver.requests == []
