@@ -24,6 +24,7 @@ from .queues import DELIVERIES, RETRIES, enqueue_after_commit
 log = logging.getLogger(__name__)
 WAKE_KEY = "herald:dispatcher:wake"
 BATCH = 1000
+PRECISE_SLEEP_SECONDS = 0.25
 
 
 def redis():
@@ -110,14 +111,21 @@ def reconcile(now=None) -> dict:
 
 
 def sleep_until_due(max_seconds: float) -> None:
-    """Sleep until the next retry is due, a worker wakes us, or `max_seconds` pass, whichever is first."""
+    """Sleep until the next retry is due, a worker wakes us, or `max_seconds` pass, whichever is first.
+
+    Redis times out blocking pops only to about 100 ms (its `hz`), so the last stretch before a due time is a
+    plain sleep: that keeps dispatch within a few milliseconds of the schedule.
+    """
     due = next_due_at()
     timeout = max_seconds
     if due is not None:
         timeout = min(timeout, max(0.0, (due - timezone.now()).total_seconds()))
     if timeout <= 0:
         return
+    if timeout <= PRECISE_SLEEP_SECONDS:
+        time.sleep(timeout)
+        return
     try:
-        redis().blpop([WAKE_KEY], timeout=max(timeout, 0.01))
+        redis().blpop([WAKE_KEY], timeout=timeout - PRECISE_SLEEP_SECONDS / 2)
     except Exception:  # Redis unavailable: plain sleep, the next tick retries
         time.sleep(timeout)
