@@ -18,9 +18,8 @@ from django.utils import timezone
 
 from subscriptions.models import Subscription
 
-from . import decisions, sender, throttle, wire
+from . import circuit, decisions, health, sender, throttle, wire
 from .effective import subscription_policy
-from .health import record_results
 from .models import Attempt, Delivery
 
 _pool: ThreadPoolExecutor | None = None
@@ -112,8 +111,29 @@ def apply(delivery: Delivery, decision: decisions.Decision, *, now, attempted: b
 
 
 def hold(delivery: Delivery) -> dict:
-    """Not attempted now (subscription paused or unconfirmed): back to pending, parked until released."""
+    """Not attempted now (subscription paused or unconfirmed, endpoint disabled or frozen): back to pending, parked
+    (no due time) until released; the time-to-live still runs (see dispatch.expire_held)."""
     return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": None, "queued": False}
+
+
+def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
+    """Endpoint health decides: active sends; disabled sends one probe per interval and holds the rest; frozen
+    holds everything. Holding spends no attempt."""
+    allowed, probes, probing = [], set(), {}
+    for delivery, policy in ready:
+        state = delivery.endpoint.state
+        if state == circuit.ACTIVE:
+            allowed.append((delivery, policy))
+            continue
+        endpoint_id = delivery.endpoint_id
+        if state == circuit.DISABLED and endpoint_id not in probing:
+            probing[endpoint_id] = health.take_probe_slot(endpoint_id, now)
+            if probing[endpoint_id]:
+                allowed.append((delivery, policy))
+                probes.add(delivery.id)
+                continue
+        updates[delivery.id] = hold(delivery)
+    return allowed, probes
 
 
 def throttled(ready: list, updates: dict, now) -> list:
@@ -139,9 +159,9 @@ def defer(until) -> dict:
     return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": until, "queued": False}
 
 
-def record(claimed: list[Delivery], results: list, updates: dict, queue_name: str) -> None:
+def record(claimed: list[Delivery], results: list, updates: dict, queue_name: str, probes: set[int]) -> None:
     """Decide after each send, then write attempts, deliveries and endpoint counters in one short transaction."""
-    attempts, outcomes_by_endpoint = [], defaultdict(list)
+    attempts, by_endpoint = [], defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
     for (delivery, policy, number, request), result in results:
         started = datetime.fromtimestamp(result.started_at, tz=UTC)
         finished = started + timedelta(milliseconds=result.duration_ms)
@@ -153,12 +173,16 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
                                     now=finished, rng=_rng, outcome=outcome)
         updates[delivery.id] = apply(delivery, decision, now=finished, attempted=True)
         attempts.append(Attempt(
-            delivery_id=delivery.id, number=number, queue=queue_name, started_at=started,
-            duration_ms=result.duration_ms, request_url=request.url, response_status=result.status,
-            response_headers=result.headers, response_body=result.body_excerpt.replace("\x00", ""),
-            error_class=result.error_class, error_detail=result.error_detail, outcome=decision.attempt_outcome,
+            delivery_id=delivery.id, number=number, queue="probe" if delivery.id in probes else queue_name,
+            started_at=started, duration_ms=result.duration_ms, request_url=request.url,
+            response_status=result.status, response_headers=result.headers,
+            response_body=result.body_excerpt.replace("\x00", ""), error_class=result.error_class,
+            error_detail=result.error_detail, outcome=decision.attempt_outcome,
         ))
-        outcomes_by_endpoint[delivery.endpoint_id].append(result.ok)
+        endpoint = by_endpoint[delivery.endpoint_id]
+        endpoint["outcomes"].append(result.ok)
+        endpoint["gone"] |= decision.freeze_endpoint
+        endpoint["probe"] |= delivery.id in probes
 
     with transaction.atomic():
         Attempt.objects.bulk_create(attempts)
@@ -167,8 +191,9 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
             # Only while the lease is still ours: if it expired and the row moved on, leave it be.
             Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
                                     lease_until=leases[delivery_id]).update(**changes)
-        for endpoint_id, outcomes in outcomes_by_endpoint.items():
-            record_results(endpoint_id, outcomes, timezone.now())
+    now = timezone.now()
+    for endpoint_id, seen in by_endpoint.items():
+        health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
     if any(c.get("status") == Delivery.Status.PENDING and c.get("next_attempt_at") for c in updates.values()):
         from .dispatch import wake_dispatcher
 
@@ -194,6 +219,7 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
             updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
             continue
         to_send.append((delivery, policy))
+    to_send, probes = gated(to_send, updates, now)
     to_send = throttled(to_send, updates, now)
     to_send = [(delivery, policy, delivery.attempt_count + 1,
                 wire.build_request(envelope(delivery, policy), attempt_number=delivery.attempt_count + 1,
@@ -203,5 +229,5 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
     futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
                for _, policy, _, request in to_send]
     results = [(item, future.result()) for item, future in zip(to_send, futures, strict=True)]
-    record(claimed, results, updates, queue_name)
+    record(claimed, results, updates, queue_name, probes)
     return len(to_send)

@@ -9,6 +9,7 @@ Both are safe to run from several schedulers at once: rows are taken with SKIP L
 
 import logging
 import time
+from collections import defaultdict
 from datetime import timedelta
 
 import django_rq
@@ -18,6 +19,8 @@ from django.db.models import Min
 from django.utils import timezone
 from rq.job import Job
 
+from .effective import subscription_policy
+from .health import schedule_probes
 from .models import Delivery
 from .queues import DELIVERIES, RETRIES, enqueue_after_commit
 
@@ -106,8 +109,30 @@ def requeue_lost_jobs(now=None) -> int:
     return len(lost)
 
 
+def expire_held(now=None) -> int:
+    """Held deliveries (paused subscription, disabled or frozen endpoint) keep their time-to-live: past their
+    policy's lifetime they are dead-lettered without being sent."""
+    now = now or timezone.now()
+    expired = defaultdict(list)  # (status, reason) -> ids
+    held = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True)
+            .select_related("message", "subscription__topic", "endpoint").order_by("id")[:BATCH * 5])
+    for delivery in held:
+        policy = subscription_policy(delivery.subscription)
+        if now > delivery.message.published_at + timedelta(seconds=policy.lifetime_seconds):
+            reason = "endpoint_frozen" if delivery.endpoint.state == "frozen" else "ttl_expired"
+            status = Delivery.Status.DEAD_LETTERED if policy.dead_letter else Delivery.Status.DROPPED
+            expired[status, reason].append(delivery.id)
+    total = 0
+    for (status, reason), ids in expired.items():
+        total += Delivery.objects.filter(id__in=ids, status=Delivery.Status.PENDING,
+                                         next_attempt_at__isnull=True).update(
+            status=status, dead_letter_reason=reason, queued=False)
+    return total
+
+
 def reconcile(now=None) -> dict:
-    return {"leases": release_expired_leases(now), "lost_jobs": requeue_lost_jobs(now)}
+    return {"leases": release_expired_leases(now), "lost_jobs": requeue_lost_jobs(now),
+            "expired_held": expire_held(now), "probes": schedule_probes(now)}
 
 
 def sleep_until_due(max_seconds: float) -> None:

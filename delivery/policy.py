@@ -97,6 +97,14 @@ class DeliveryPolicy:
             return self.delays[-1]
         return None
 
+    @property
+    def lifetime_seconds(self) -> float:
+        """How long after publishing a delivery may still be attempted: the time-to-live if set, else as long
+        as the whole retry schedule takes. Held deliveries are dead-lettered after it."""
+        if self.max_age_seconds is not None:
+            return self.max_age_seconds
+        return self.schedule(limit=1001)[-1]["offset"]
+
     def schedule(self, limit: int = 200) -> list[dict]:
         """Attempts without jitter: number, delay before it, offset from the first attempt (the preview)."""
         rows = [{"attempt": 1, "delay": 0.0, "offset": 0.0}]

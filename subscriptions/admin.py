@@ -1,6 +1,16 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils.html import format_html
 
-from .models import Endpoint, Subscription, Topic
+from delivery import health
+
+from .models import Endpoint, EndpointTransition, Subscription, Topic
+
+STATE_COLOURS = {"active": "#2e7d32", "disabled": "#ef6c00", "frozen": "#1565c0"}
+
+
+def state_badge(state: str):
+    return format_html('<span class="herald-badge" style="background:{};color:#fff;padding:2px 8px;'
+                       'border-radius:10px;font-weight:600">{}</span>', STATE_COLOURS.get(state, "#555"), state)
 
 
 @admin.register(Topic)
@@ -21,11 +31,47 @@ class SubscriptionAdmin(admin.ModelAdmin):
     raw_id_fields = ["endpoint", "topic"]
 
 
+class TransitionInline(admin.TabularInline):
+    model = EndpointTransition
+    extra = 0
+    can_delete = False
+    fields = ["at", "from_state", "to_state", "reason", "consecutive_failures", "window_attempts",
+              "window_failures", "actor"]
+    readonly_fields = fields
+    ordering = ["-at", "-id"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
-    list_display = ["id", "url", "owner", "state", "consecutive_failures", "window_attempts", "window_failures",
-                    "last_success_at", "last_failure_at"]
+    list_display = ["id", "url", "owner", "state_badge", "consecutive_failures", "window_attempts",
+                    "window_failures", "last_success_at", "last_failure_at", "state_changed_at"]
     list_filter = ["state"]
     search_fields = ["url", "owner__username"]
-    readonly_fields = ["consecutive_failures", "window_attempts", "window_failures", "window_started_at",
-                       "last_success_at", "last_failure_at", "state_changed_at", "next_probe_at", "created_at"]
+    readonly_fields = ["state", "state_reason", "state_changed_at", "next_probe_at", "consecutive_failures",
+                       "window_attempts", "window_failures", "last_success_at", "last_failure_at", "created_at"]
+    inlines = [TransitionInline]
+    actions = ["enable", "disable", "freeze"]
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj):
+        return state_badge(obj.state)
+
+    def _apply(self, request, queryset, service, verb):
+        for endpoint in queryset:
+            service(endpoint=endpoint, actor=request.user)
+        self.message_user(request, f"{verb} {queryset.count()} endpoint(s).", messages.SUCCESS)
+
+    @admin.action(description="Enable (unfreeze) selected endpoints: reset counters, release held deliveries")
+    def enable(self, request, queryset):
+        self._apply(request, queryset, health.endpoint_enable, "Enabled")
+
+    @admin.action(description="Disable selected endpoints (probe only)")
+    def disable(self, request, queryset):
+        self._apply(request, queryset, health.endpoint_disable, "Disabled")
+
+    @admin.action(description="Freeze selected endpoints (send nothing)")
+    def freeze(self, request, queryset):
+        self._apply(request, queryset, health.endpoint_freeze, "Froze")

@@ -45,7 +45,6 @@ class Endpoint(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0)
     window_attempts = models.PositiveIntegerField(default=0)
     window_failures = models.PositiveIntegerField(default=0)
-    window_started_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     state_changed_at = models.DateTimeField(null=True, blank=True)
@@ -90,3 +89,40 @@ class Subscription(models.Model):
     @property
     def owner(self):
         return self.topic.owner
+
+
+class EndpointTransition(models.Model):
+    """Every change of an endpoint's state: when, from, to, why, and the counters at that moment."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="transitions")
+    at = models.DateTimeField()
+    from_state = models.CharField(max_length=16, choices=Endpoint.State.choices)
+    to_state = models.CharField(max_length=16, choices=Endpoint.State.choices)
+    reason = models.CharField(max_length=255)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    window_attempts = models.PositiveIntegerField(default=0)
+    window_failures = models.PositiveIntegerField(default=0)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              help_text="The operator, for manual changes.")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "-at"], name="transition_endpoint_at")]
+
+    def __str__(self):
+        return f"{self.from_state} → {self.to_state}"
+
+
+class EndpointWindowBucket(models.Model):
+    """Attempts and failures of one endpoint in one slice of the rolling rate window (upserted atomically)."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="window_buckets")
+    bucket = models.BigIntegerField(help_text="Start of the slice, in seconds since the epoch.")
+    attempts = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "bucket"], name="window_bucket_unique")]
+
+    def __str__(self):
+        return f"{self.endpoint_id}@{self.bucket}: {self.failures}/{self.attempts}"

@@ -4,7 +4,7 @@ from delivery.effective import subscription_policy
 from delivery.filtering import FilterPolicyError
 from delivery.filtering import validate as validate_filter
 
-from .models import Endpoint, Subscription, Topic
+from .models import Endpoint, EndpointTransition, Subscription, Topic
 
 
 class TopicSerializer(serializers.ModelSerializer):
@@ -14,6 +14,16 @@ class TopicSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
+class EndpointTransitionSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = EndpointTransition
+        fields = ["at", "from_state", "to_state", "reason", "consecutive_failures", "window_attempts",
+                  "window_failures", "actor"]
+        read_only_fields = fields
+
+
 class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = Endpoint
@@ -21,6 +31,18 @@ class EndpointSerializer(serializers.ModelSerializer):
                   "window_attempts", "window_failures", "last_success_at", "last_failure_at", "next_probe_at",
                   "created_at"]
         read_only_fields = fields
+
+
+class EndpointDetailSerializer(EndpointSerializer):
+    transitions = serializers.SerializerMethodField()
+
+    class Meta(EndpointSerializer.Meta):
+        fields = EndpointSerializer.Meta.fields + ["transitions"]
+        read_only_fields = fields
+
+    def get_transitions(self, obj) -> list[dict]:
+        recent = obj.transitions.select_related("actor").order_by("-at", "-id")[:50]
+        return EndpointTransitionSerializer(recent, many=True).data
 
 
 class SubscriptionSerializer(serializers.ModelSerializer):

@@ -1,5 +1,4 @@
 from django.conf import settings
-from django.db.models import Count, Q
 from django_filters.rest_framework import CharFilter, FilterSet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -7,6 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from delivery import health
 from delivery.confirmation import confirmation_request, subscription_confirm
 from delivery.services import message_publish
 from delivery.wire import payload_bytes
@@ -17,6 +17,7 @@ from .models import Endpoint, Subscription, Topic
 from .ownership import OwnedQuerysetMixin
 from .serializers import (
     ConfirmSerializer,
+    EndpointDetailSerializer,
     EndpointSerializer,
     PublishedSerializer,
     PublishSerializer,
@@ -136,7 +137,17 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 class EndpointViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       viewsets.GenericViewSet):
-    queryset = Endpoint.objects.annotate(subscription_count=Count("subscriptions", filter=Q()))
-    serializer_class = EndpointSerializer
+    """URL health. `enable` lifts a disable or a freeze by hand: counters reset, held deliveries go out at once."""
+
+    queryset = Endpoint.objects.all()
     filterset_fields = ["state", "url"]
     ordering_fields = ["id", "consecutive_failures", "last_failure_at"]
+
+    def get_serializer_class(self):
+        return EndpointSerializer if self.action == "list" else EndpointDetailSerializer
+
+    @extend_schema(request=None, responses={200: EndpointDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def enable(self, request, pk=None):
+        endpoint = health.endpoint_enable(endpoint=self.get_object(), actor=request.user)
+        return Response(EndpointDetailSerializer(endpoint).data)
