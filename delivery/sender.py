@@ -5,8 +5,10 @@ import time
 from dataclasses import dataclass, field
 
 import requests
+from django.conf import settings
 from urllib3.exceptions import NameResolutionError
 
+from .ssrf import BlockedAddress, GuardedAdapter, parse_networks
 from .wire import OutgoingRequest
 
 EXCERPT_BYTES = 4096
@@ -37,14 +39,20 @@ def session() -> requests.Session:
     if current is None:
         current = requests.Session()
         current.trust_env = False  # no proxies or .netrc from the worker's environment
-        adapter = requests.adapters.HTTPAdapter(pool_connections=64, pool_maxsize=8, max_retries=0)
+        adapter = GuardedAdapter(allowed_networks, pool_connections=64, pool_maxsize=8, max_retries=0)
         current.mount("http://", adapter)
         current.mount("https://", adapter)
         _local.session = current
     return current
 
 
+def allowed_networks() -> tuple:
+    return parse_networks(tuple(settings.HERALD_ALLOWED_NETWORKS))
+
+
 def classify_exception(exc: Exception) -> str:
+    if isinstance(exc, BlockedAddress):
+        return "blocked_address"
     if isinstance(exc, requests.exceptions.Timeout):
         return "timeout"
     if isinstance(exc, requests.exceptions.SSLError):
@@ -52,7 +60,7 @@ def classify_exception(exc: Exception) -> str:
     if isinstance(exc, requests.exceptions.ConnectionError):
         reason = exc.args[0] if exc.args else None
         inner = getattr(reason, "reason", reason)
-        if isinstance(inner, NameResolutionError) or "NameResolutionError" in repr(exc):
+        if isinstance(inner, NameResolutionError) or "NameResolutionError" in str(exc):
             return "dns"
         return "connection"
     return "connection"

@@ -1,13 +1,16 @@
 """Topic, subscription and endpoint services: validate, check current state, change it."""
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from delivery import policy as delivery_policy
+from delivery import ssrf
 
 from .errors import ApplicationError
 from .models import Endpoint, Subscription, Topic, generate_secret
-from .urlnorm import InvalidURL, normalize_url
+from .urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
 
 def validate_policy(document) -> None:
@@ -46,6 +49,11 @@ def endpoint_for(*, owner, url: str) -> Endpoint:
         normalized = normalize_url(url)
     except InvalidURL as exc:
         raise ApplicationError(str(exc), field="endpoint") from None
+    parts = urlsplit(normalized)
+    allowed = ssrf.parse_networks(tuple(settings.HERALD_ALLOWED_NETWORKS))
+    refusal = ssrf.subscribe_time_refusal(parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], allowed)
+    if refusal:
+        raise ApplicationError(refusal, field="endpoint")
     endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=normalized)
     return endpoint
 

@@ -205,3 +205,15 @@ def test_openapi_schema_and_docs_are_served(api):
     schema = api.get("/api/schema/")
     assert schema.status_code == 200 and b"/api/topics/{id}/publish/" in schema.content
     assert api.get("/api/docs/").status_code == 200
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/x", "http://2130706433/", "http://0x7f.1/", "http://[::1]/",
+                                 "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/latest/meta-data/",
+                                 "http://10.0.0.5/", "http://localhost:8000/"])
+def test_private_addresses_are_refused_at_subscribe_time(api, settings, url):
+    settings.HERALD_ALLOWED_NETWORKS = []
+    topic = create_topic(api)
+    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
+    assert response.status_code == 400
+    assert "webhooks may not be sent there" in response.json()["endpoint"][0]
+    assert Subscription.objects.count() == 0
