@@ -87,7 +87,7 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         subscription_id=subscription.id,
         url=delivery.endpoint.url,
         raw=subscription.raw_message_delivery,
-        secrets=(subscription.secret,),
+        secrets=subscription.signing_secrets(timezone.now()),
         content_type=policy.content_type,
         user_agent=f"Herald/{settings.VERSION}",
     )

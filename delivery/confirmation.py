@@ -75,7 +75,7 @@ def send_confirmation_request(subscription_id: int, token: str) -> str:
         published_at=timezone.now(), payload={"subscription_id": subscription.id, "token": token,
                                               "confirm_url": confirm_url(token)},
         payload_is_text=False, subscription_id=subscription.id, url=subscription.endpoint.url, raw=False,
-        secrets=(subscription.secret,), user_agent=f"Herald/{settings.VERSION}",
+        secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{settings.VERSION}",
     )
     result = sender.send(wire.build_request(envelope, attempt_number=1, now=timezone.now()), timeout=30)
     if not result.ok:

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -12,6 +13,8 @@ from subscriptions.models import Subscription, Topic
 from .filtering import matches
 from .models import Delivery, Message
 from .queues import DELIVERIES, enqueue_after_commit
+
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
 
 
 def fingerprint(**parts) -> str:
@@ -33,8 +36,10 @@ def message_publish(
     digest = fingerprint(payload=payload, text=payload_is_text, type=event_type, subject=subject, attrs=attributes)
     if idempotency_key:
         existing = Message.objects.filter(topic=topic, idempotency_key=idempotency_key).first()
-        if existing is not None:
+        if existing is not None and existing.published_at > timezone.now() - IDEMPOTENCY_WINDOW:
             return _replay(existing, digest)
+        if existing is not None:  # the key's 24 hours are over: it may name a new message now
+            Message.objects.filter(id=existing.id).update(idempotency_key=None)
     try:
         with transaction.atomic():
             message = Message.objects.create(

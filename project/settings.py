@@ -137,6 +137,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "subscriptions.errors.api_exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"publish": os.environ.get("HERALD_PUBLISH_RATE", "6000/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Herald API",
@@ -153,6 +154,9 @@ RQ_QUEUES = {
     "retries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
 }
 RQ = {"COMMIT_MODE": "on_db_commit"}
+# The cache backs the API's rate limits, so it is shared by every web process: Redis.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                      "KEY_PREFIX": "herald", "TIMEOUT": 300}}
 
 # --- Herald -----------------------------------------------------------------------------------
 HERALD_DEFAULT_DELIVERY_POLICY = os.environ.get("HERALD_DEFAULT_DELIVERY_POLICY", "workfront")

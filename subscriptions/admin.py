@@ -26,8 +26,9 @@ class SubscriptionAdmin(admin.ModelAdmin):
     list_filter = ["status", "raw_message_delivery", "endpoint__state"]
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
-    exclude = ["secret", "confirmation_token_hash"]  # never shown; rotate through the API
-    readonly_fields = ["confirmed_at", "confirmation_expires_at", "created_at", "updated_at"]
+    exclude = ["secret", "previous_secret", "confirmation_token_hash"]  # never shown; rotate through the API
+    readonly_fields = ["confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
+                       "updated_at"]
     raw_id_fields = ["endpoint", "topic"]
 
 

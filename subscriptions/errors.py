@@ -2,6 +2,8 @@
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -40,6 +42,9 @@ def api_exception_handler(exc, context):
         return Response({"delivery_policy": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        return Response({"detail": "Redis is unavailable; nothing was changed. Try again shortly."},
+                        status=503, headers={"Retry-After": "5"})
     if isinstance(exc, (OperationalError, InterfaceError)):
         return Response({"detail": "The database is unavailable; nothing was changed. Try again shortly."},
                         status=503, headers={"Retry-After": "5"})

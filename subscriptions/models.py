@@ -72,6 +72,8 @@ class Subscription(models.Model):
     filter_policy = models.JSONField(null=True, blank=True)
     raw_message_delivery = models.BooleanField(default=False)
     secret = models.CharField(max_length=64, default=generate_secret)
+    previous_secret = models.CharField(max_length=64, blank=True, default="")
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=32, choices=Status.choices, default=Status.PENDING_CONFIRMATION)
     confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     confirmation_expires_at = models.DateTimeField(null=True, blank=True)
@@ -89,6 +91,12 @@ class Subscription(models.Model):
     @property
     def owner(self):
         return self.topic.owner
+
+    def signing_secrets(self, now) -> tuple[str, ...]:
+        """The secrets to sign with: the current one, plus the previous one while a rotation's grace period runs."""
+        if self.previous_secret and self.previous_secret_expires_at and self.previous_secret_expires_at > now:
+            return (self.secret, self.previous_secret)
+        return (self.secret,)
 
 
 class EndpointTransition(models.Model):

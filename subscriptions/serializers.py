@@ -90,6 +90,11 @@ class SubscriptionCreatedSerializer(SubscriptionSerializer):
         fields = SubscriptionSerializer.Meta.fields + ["secret"]
 
 
+class RotatedSecretSerializer(serializers.Serializer):
+    secret = serializers.CharField()
+    previous_secret_expires_at = serializers.DateTimeField()
+
+
 class PublishSerializer(serializers.Serializer):
     payload = serializers.JSONField(required=False, help_text="Any JSON value.")
     message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,

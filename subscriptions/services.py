@@ -1,9 +1,11 @@
 """Topic, subscription and endpoint services: validate, check current state, change it."""
 
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from delivery import policy as delivery_policy
 from delivery import ssrf
@@ -92,6 +94,21 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         setattr(subscription, key, value)
     subscription.save()
     return subscription
+
+
+ROTATION_GRACE = timedelta(hours=24)
+
+
+def subscription_rotate_secret(*, subscription: Subscription) -> Subscription:
+    """A new secret; the old one keeps signing beside it for 24 hours. A rotation during a grace period ends the
+    older secret at once (only two are ever in use)."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Subscription.objects.select_for_update().get(id=subscription.id)
+        locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
+        locked.secret = generate_secret()
+        locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
+    return locked
 
 
 def subscription_set_paused(*, subscription: Subscription, paused: bool) -> Subscription:

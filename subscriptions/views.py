@@ -1,3 +1,4 @@
+import django_rq
 from django.conf import settings
 from django_filters.rest_framework import CharFilter, FilterSet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -5,6 +6,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 
 from delivery import health
 from delivery.confirmation import confirmation_request, subscription_confirm
@@ -21,11 +23,18 @@ from .serializers import (
     EndpointSerializer,
     PublishedSerializer,
     PublishSerializer,
+    RotatedSecretSerializer,
     SubscriptionCreatedSerializer,
     SubscriptionSerializer,
     SubscriptionUpdateSerializer,
     TopicSerializer,
 )
+
+
+class PublishRateThrottle(UserRateThrottle):
+    """Per-user publish rate (HERALD_PUBLISH_RATE, e.g. "6000/min"), shared by all web processes through Redis."""
+
+    scope = "publish"
 
 
 class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
@@ -45,9 +54,10 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         request=PublishSerializer, responses={202: PublishedSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
     def publish(self, request, pk=None):
         topic = self.get_object()
+        django_rq.get_connection("deliveries").ping()  # Redis down: 503 before anything is written
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
@@ -117,6 +127,12 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         confirmed = subscription_confirm(token=serializer.validated_data["token"], subscription=subscription)
         return Response(SubscriptionSerializer(confirmed, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses={200: RotatedSecretSerializer})
+    @action(detail=True, methods=["post"], url_path="rotate-secret")
+    def rotate_secret(self, request, pk=None):
+        rotated = services.subscription_rotate_secret(subscription=self.get_object())
+        return Response(RotatedSecretSerializer(rotated).data)
 
     @extend_schema(request=None, responses={202: None})
     @action(detail=True, methods=["post"], url_path="resend-confirmation")

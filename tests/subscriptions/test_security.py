@@ -1,0 +1,193 @@
+"""Security at the edges: confirmation, secrets and rotation, idempotency, rate limits, outages."""
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from delivery.models import Delivery, Message
+from subscriptions.models import Subscription
+from subscriptions.views import PublishRateThrottle
+from tests.conftest import ROOT, subprocess_env
+from tests.receiver import Reply, parse_cloudevent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def topic_and_subscription(api, receiver, **extra):
+    topic = api.post("/api/topics/", {"name": "secure"}, format="json").json()
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url, **extra},
+                       format="json")
+    assert created.status_code == 201, created.content
+    return topic, created.json()
+
+
+def echo_validation(request):
+    event = request.json()
+    if event["type"] == "herald.subscription.confirmation":
+        return Reply(body=json.dumps({"validationResponse": event["data"]["token"]}).encode())
+    return Reply()
+
+
+@pytest.fixture
+def confirmation_on(settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+
+
+def test_handshake_confirms_a_subscription_that_echoes_the_token(api, receiver, run_worker, confirmation_on):
+    receiver.script = echo_validation
+    topic, subscription = topic_and_subscription(api, receiver)
+    assert subscription["status"] == "pending_confirmation"
+    assert api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json").json()["deliveries"] == 0
+
+    run_worker()
+
+    [request] = receiver.wait_for(1)
+    event, data = parse_cloudevent(request)
+    assert event["type"] == "herald.subscription.confirmation"
+    assert set(data) == {"subscription_id", "token", "confirm_url"}
+    Webhook(subscription["secret"]).verify(request.body, request.headers)
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+    assert api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json").json()["deliveries"] == 1
+
+
+def test_confirm_url_and_api_token_confirm(api, receiver, run_worker, confirmation_on, client):
+    receiver.script = [Reply(status=200, body=b"{}")]  # answers, but does not echo the token
+    _, first = topic_and_subscription(api, receiver)
+    run_worker()
+    confirm_url = receiver.wait_for(1)[0].json()["data"]["confirm_url"]
+    assert Subscription.objects.get(id=first["id"]).status == "pending_confirmation"
+
+    path = confirm_url.split("127.0.0.1:8000", 1)[1]
+    assert client.get(path).status_code == 200  # anyone holding the link, no login (SNS's SubscribeURL)
+    assert Subscription.objects.get(id=first["id"]).status == "confirmed"
+
+    second = api.post("/api/subscriptions/", {"topic": first["topic"], "endpoint": receiver.url + "2"},
+                      format="json").json()
+    run_worker()
+    token = receiver.wait_for(2)[1].json()["data"]["token"]
+    assert api.post(f"/api/subscriptions/{second['id']}/confirm/", {"token": "wrong"}, format="json"
+                    ).status_code == 400
+    confirmed = api.post(f"/api/subscriptions/{second['id']}/confirm/", {"token": token}, format="json")
+    assert confirmed.status_code == 200 and confirmed.json()["status"] == "confirmed"
+
+
+def test_expired_tokens_are_refused_and_can_be_resent(api, receiver, run_worker, confirmation_on, client):
+    receiver.script = [Reply(body=b"{}")]
+    _, subscription = topic_and_subscription(api, receiver)
+    run_worker()
+    token = receiver.wait_for(1)[0].json()["data"]["token"]
+    Subscription.objects.filter(id=subscription["id"]).update(
+        confirmation_expires_at=timezone.now() - timedelta(seconds=1))
+
+    response = client.get("/api/subscriptions/confirm/", {"token": token})
+    assert response.status_code == 400 and "expired" in response.json()["token"][0]
+
+    assert api.post(f"/api/subscriptions/{subscription['id']}/resend-confirmation/").status_code == 202
+    run_worker()
+    fresh = receiver.wait_for(2)[1].json()["data"]["token"]
+    assert fresh != token
+    assert client.get("/api/subscriptions/confirm/", {"token": fresh}).status_code == 200
+
+
+def test_rotation_signs_with_both_secrets_for_24_hours(api, receiver, run_worker):
+    topic, subscription = topic_and_subscription(api, receiver)
+    old = subscription["secret"]
+    rotated = api.post(f"/api/subscriptions/{subscription['id']}/rotate-secret/")
+    assert rotated.status_code == 200
+    new = rotated.json()["secret"]
+    assert new != old and new.startswith("whsec_")
+
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    run_worker()
+    [request] = receiver.wait_for(1)
+    assert len(request.headers["webhook-signature"].split(" ")) == 2
+    Webhook(old).verify(request.body, request.headers)
+    Webhook(new).verify(request.body, request.headers)
+
+    Subscription.objects.filter(id=subscription["id"]).update(
+        previous_secret_expires_at=timezone.now() - timedelta(seconds=1))
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 2}, format="json")
+    run_worker()
+    second = receiver.wait_for(2)[1]
+    Webhook(new).verify(second.body, second.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(second.body, second.headers)
+
+
+def test_secrets_never_show_outside_create_and_rotate(api, receiver, admin_client):
+    _, subscription = topic_and_subscription(api, receiver)
+    secret = subscription["secret"]
+    rotated = api.post(f"/api/subscriptions/{subscription['id']}/rotate-secret/").json()["secret"]
+    for text in [
+        api.get("/api/subscriptions/").content, api.get(f"/api/subscriptions/{subscription['id']}/").content,
+        admin_client.get("/admin/subscriptions/subscription/").content,
+        admin_client.get(f"/admin/subscriptions/subscription/{subscription['id']}/change/").content,
+    ]:
+        assert secret.encode() not in text and rotated.encode() not in text
+
+
+def test_idempotency_key_replays_within_24_hours(api, receiver):
+    topic, _ = topic_and_subscription(api, receiver)
+    url = f"/api/topics/{topic['id']}/publish/"
+    first = api.post(url, {"payload": {"a": 1}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1").json()
+    again = api.post(url, {"payload": {"a": 1}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1")
+    assert again.status_code == 202
+    assert again.json() == {**first, "duplicate": True}
+    assert Message.objects.count() == 1 and Delivery.objects.count() == 1
+
+    conflict = api.post(url, {"payload": {"a": 2}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1")
+    assert conflict.status_code == 409
+
+    Message.objects.update(published_at=timezone.now() - timedelta(hours=24, seconds=1))
+    later = api.post(url, {"payload": {"a": 2}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1").json()
+    assert later["message_id"] != first["message_id"] and later["duplicate"] is False
+
+
+def test_publish_is_rate_limited_per_user(api, other_api, receiver, monkeypatch):
+    monkeypatch.setattr(PublishRateThrottle, "rate", "2/min", raising=False)
+    topic, _ = topic_and_subscription(api, receiver)
+    url = f"/api/topics/{topic['id']}/publish/"
+    assert [api.post(url, {"payload": n}, format="json").status_code for n in range(3)] == [202, 202, 429]
+    limited = api.post(url, {"payload": 9}, format="json")
+    assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
+    assert Message.objects.count() == 2
+    other_topic = other_api.post("/api/topics/", {"name": "mine"}, format="json").json()
+    assert other_api.post(f"/api/topics/{other_topic['id']}/publish/", {"payload": 1},
+                          format="json").status_code == 202  # limits are per user
+
+
+def test_redis_down_answers_503_and_writes_nothing(api, receiver, settings):
+    topic, _ = topic_and_subscription(api, receiver)
+    dead = "redis://127.0.0.1:1/0"
+    settings.RQ_QUEUES = {name: {"URL": dead} for name in ("deliveries", "retries")}
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": dead}}
+    from django.core.cache import caches
+
+    caches._settings = None
+    if hasattr(caches._connections, "default"):
+        del caches._connections.default
+
+    response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+
+    assert response.status_code == 503 and response["Retry-After"]
+    assert Message.objects.count() == 0 and Delivery.objects.count() == 0
+
+
+def test_database_down_answers_503():
+    script = (
+        "import django; django.setup();"
+        "from rest_framework.test import APIClient;"
+        "r = APIClient(HTTP_AUTHORIZATION='Token abc', HTTP_HOST='localhost').get('/api/topics/');"
+        "print(r.status_code, r.json()['detail'])"
+    )
+    env = subprocess_env(DATABASE_URL="postgres://nobody@127.0.0.1:1/none")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.startswith("503 The database is unavailable"), out.stdout + out.stderr
+    assert os.environ.get("DATABASE_URL") != env["DATABASE_URL"]
