@@ -1,4 +1,3 @@
-from django_filters.rest_framework import DateTimeFilter, FilterSet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.response import Response
@@ -7,6 +6,7 @@ from rest_framework.views import APIView
 from subscriptions.ownership import OwnedQuerysetMixin
 
 from . import policy as policies
+from .filters import DeliveryFilter, MessageFilter
 from .models import Delivery, Message
 from .serializers import (
     DeliveryDetailSerializer,
@@ -27,15 +27,6 @@ class ReadOnlyViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.Retrieve
         return self.serializer_class
 
 
-class MessageFilter(FilterSet):
-    published_after = DateTimeFilter(field_name="published_at", lookup_expr="gte")
-    published_before = DateTimeFilter(field_name="published_at", lookup_expr="lt")
-
-    class Meta:
-        model = Message
-        fields = ["topic", "event_type", "published_after", "published_before"]
-
-
 class MessageViewSet(ReadOnlyViewSet):
     queryset = Message.objects.select_related("topic").prefetch_related("deliveries__endpoint")
     owner_path = "topic__owner"
@@ -50,7 +41,7 @@ class DeliveryViewSet(ReadOnlyViewSet):
     owner_path = "subscription__topic__owner"
     serializer_class = DeliverySerializer
     detail_serializer_class = DeliveryDetailSerializer
-    filterset_fields = ["subscription", "status", "message", "dead_letter_reason", "endpoint"]
+    filterset_class = DeliveryFilter
     ordering_fields = ["id", "created_at", "next_attempt_at", "last_attempt_at"]
 
 

@@ -145,6 +145,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "DeliveryStatusEnum": "delivery.models.Delivery.Status",
+        "SubscriptionStatusEnum": "subscriptions.models.Subscription.Status",
+    },
 }
 
 # --- Redis and RQ -----------------------------------------------------------------------------
