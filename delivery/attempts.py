@@ -21,6 +21,7 @@ from subscriptions.models import Subscription
 from . import circuit, decisions, health, sender, throttle, wire
 from .effective import subscription_policy
 from .models import Attempt, Delivery
+from .sender import EXCERPT_BYTES
 
 _pool: ThreadPoolExecutor | None = None
 _rng = random.SystemRandom()
@@ -101,12 +102,12 @@ def apply(delivery: Delivery, decision: decisions.Decision, *, now, attempted: b
         if delivery.first_attempt_at is None:
             changes["first_attempt_at"] = now
     if decision.action == decisions.SUCCEED:
-        changes.update(status=Delivery.Status.SUCCEEDED, delivered_at=now, next_attempt_at=None)
+        changes.update(status=Delivery.Status.SUCCEEDED, delivered_at=now, next_attempt_at=None, finished_at=now)
     elif decision.action == decisions.RETRY:
         changes.update(status=Delivery.Status.PENDING, next_attempt_at=decision.next_attempt_at, queued=False)
     else:
         status = Delivery.Status.DEAD_LETTERED if decision.action == decisions.DEAD_LETTER else Delivery.Status.DROPPED
-        changes.update(status=status, dead_letter_reason=decision.reason, next_attempt_at=None)
+        changes.update(status=status, dead_letter_reason=decision.reason, next_attempt_at=None, finished_at=now)
     return changes
 
 
@@ -169,12 +170,13 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
             status=result.status, error_class=result.error_class,
             retry_after=decisions.parse_retry_after(result.headers.get("Retry-After"), finished),
         )
-        decision = decisions.decide(policy, attempt_number=number, published_at=delivery.message.published_at,
-                                    now=finished, rng=_rng, outcome=outcome)
+        decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
+                                    published_at=delivery.budget_start, now=finished, rng=_rng, outcome=outcome)
         updates[delivery.id] = apply(delivery, decision, now=finished, attempted=True)
         attempts.append(Attempt(
             delivery_id=delivery.id, number=number, queue="probe" if delivery.id in probes else queue_name,
             started_at=started, duration_ms=result.duration_ms, request_url=request.url,
+            request_headers=request.headers, request_body=request.body[:EXCERPT_BYTES].decode("utf-8", "replace"),
             response_status=result.status, response_headers=result.headers,
             response_body=result.body_excerpt.replace("\x00", ""), error_class=result.error_class,
             error_detail=result.error_detail, outcome=decision.attempt_outcome,
@@ -214,7 +216,7 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
             updates[delivery.id] = hold(delivery)
             continue
         expires = policy.max_age_seconds
-        if expires is not None and now > delivery.message.published_at + timedelta(seconds=expires):
+        if expires is not None and now > delivery.budget_start + timedelta(seconds=expires):
             expired = decisions.give_up(policy, "ttl_expired", "retryable_failure")
             updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
             continue

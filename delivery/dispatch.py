@@ -118,7 +118,7 @@ def expire_held(now=None) -> int:
             .select_related("message", "subscription__topic", "endpoint").order_by("id")[:BATCH * 5])
     for delivery in held:
         policy = subscription_policy(delivery.subscription)
-        if now > delivery.message.published_at + timedelta(seconds=policy.lifetime_seconds):
+        if now > delivery.budget_start + timedelta(seconds=policy.lifetime_seconds):
             reason = "endpoint_frozen" if delivery.endpoint.state == "frozen" else "ttl_expired"
             status = Delivery.Status.DEAD_LETTERED if policy.dead_letter else Delivery.Status.DROPPED
             expired[status, reason].append(delivery.id)
@@ -126,7 +126,7 @@ def expire_held(now=None) -> int:
     for (status, reason), ids in expired.items():
         total += Delivery.objects.filter(id__in=ids, status=Delivery.Status.PENDING,
                                          next_attempt_at__isnull=True).update(
-            status=status, dead_letter_reason=reason, queued=False)
+            status=status, dead_letter_reason=reason, queued=False, finished_at=now)
     return total
 
 

@@ -65,6 +65,12 @@ class Delivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     dead_letter_reason = models.CharField(max_length=32, choices=DeadLetterReason.choices, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # A redrive or manual retry grants a fresh attempt budget: the policy then counts attempts after
+    # `budget_attempts` and measures the time-to-live from `budget_started_at` (else from publishing).
+    budget_attempts = models.PositiveIntegerField(default=0)
+    budget_started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="When it succeeded, was dead-lettered or dropped.")
     # Bookkeeping for the dispatcher and reconciler: when and under which RQ job id it was last queued.
     queued = models.BooleanField(default=False)
     enqueued_at = models.DateTimeField(null=True, blank=True)
@@ -87,10 +93,16 @@ class Delivery(models.Model):
             models.Index(fields=["lease_until"], condition=Q(status="in_flight"), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),
             models.Index(fields=["subscription", "status"], name="delivery_subscription_status"),
+            models.Index(fields=["status", "finished_at"], name="delivery_status_finished"),
         ]
 
     def __str__(self):
         return f"delivery {self.pk} ({self.status})"
+
+    @property
+    def budget_start(self):
+        """Where the current attempt budget's time-to-live is measured from."""
+        return self.budget_started_at or self.message.published_at
 
 
 class Attempt(models.Model):
@@ -122,6 +134,8 @@ class Attempt(models.Model):
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField()
     request_url = models.URLField(max_length=2048)
+    request_headers = models.JSONField(default=dict, blank=True)
+    request_body = models.TextField(blank=True, default="", help_text="The first 4 KiB of what was sent.")
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     response_headers = models.JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True, default="")

@@ -28,13 +28,14 @@ def assign_jobs(delivery_ids: list[int], queue_name: str) -> list[tuple[str, lis
     return batches
 
 
-def push(batches: list[tuple[str, list[int]]], queue_name: str) -> None:
-    """Enqueue now. A Redis failure is logged, not raised: the reconciler re-enqueues work that has no job."""
+def push(batches: list[tuple[str, list[int]]], queue_name: str, label: str | None = None) -> None:
+    """Enqueue now. A Redis failure is logged, not raised: the reconciler re-enqueues work that has no job.
+    `label` is what the attempts record as their queue (e.g. `manual`); it defaults to the queue's name."""
     queue = django_rq.get_queue(queue_name)
     try:
         with queue.connection.pipeline() as pipe:
             jobs = [
-                queue.prepare_data("delivery.jobs.deliver", args=(ids, queue_name), job_id=job_id,
+                queue.prepare_data("delivery.jobs.deliver", args=(ids, label or queue_name), job_id=job_id,
                                    timeout=settings.HERALD_JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
                 for job_id, ids in batches
             ]
@@ -53,7 +54,8 @@ def backlogged(queue_name: str) -> bool:
         return True
 
 
-def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_under_backlog: bool = False) -> None:
+def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_under_backlog: bool = False,
+                         label: str | None = None) -> None:
     """Call inside the transaction that made the rows due; the jobs go out once it commits.
 
     With `batch_under_backlog` (publishing), rows are left to the dispatcher while the queue is long: it gathers
@@ -68,4 +70,4 @@ def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_unde
         transaction.on_commit(wake_dispatcher)
         return
     batches = assign_jobs(delivery_ids, queue_name)
-    transaction.on_commit(lambda: push(batches, queue_name))
+    transaction.on_commit(lambda: push(batches, queue_name, label))

@@ -26,7 +26,7 @@ def purge(now=None) -> dict:
     message_cutoff = now - timedelta(days=settings.HERALD_MESSAGE_RETENTION_DAYS)
     attempts = _purge_in_batches(Attempt.objects.filter(started_at__lt=attempt_cutoff))
     deliveries = _purge_in_batches(
-        Delivery.objects.filter(status__in=Delivery.TERMINAL, created_at__lt=message_cutoff)
+        Delivery.objects.filter(status__in=Delivery.TERMINAL, finished_at__lt=message_cutoff)
     )
     messages = _purge_in_batches(
         Message.objects.filter(published_at__lt=message_cutoff, deliveries__isnull=True)

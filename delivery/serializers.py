@@ -6,7 +6,8 @@ from .models import Attempt, Delivery, Message
 class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = Attempt
-        fields = ["id", "number", "queue", "started_at", "duration_ms", "request_url", "response_status",
+        fields = ["id", "number", "queue", "started_at", "duration_ms", "request_url", "request_headers",
+                  "request_body", "response_status",
                   "response_headers", "response_body", "error_class", "error_detail", "outcome"]
         read_only_fields = fields
 
@@ -17,7 +18,8 @@ class DeliverySerializer(serializers.ModelSerializer):
     class Meta:
         model = Delivery
         fields = ["id", "message", "subscription", "endpoint", "status", "attempt_count", "next_attempt_at",
-                  "first_attempt_at", "last_attempt_at", "delivered_at", "dead_letter_reason", "created_at"]
+                  "first_attempt_at", "last_attempt_at", "delivered_at", "dead_letter_reason", "finished_at",
+                  "created_at"]
         read_only_fields = fields
 
 

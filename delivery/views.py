@@ -1,11 +1,13 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from subscriptions.ownership import OwnedQuerysetMixin
 
 from . import policy as policies
+from . import recovery
 from .filters import DeliveryFilter, MessageFilter
 from .models import Delivery, Message
 from .serializers import (
@@ -37,12 +39,21 @@ class MessageViewSet(ReadOnlyViewSet):
 
 
 class DeliveryViewSet(ReadOnlyViewSet):
+    """Deliveries with their attempts. `retry` attempts one now."""
+
     queryset = Delivery.objects.select_related("endpoint").prefetch_related("attempts")
     owner_path = "subscription__topic__owner"
     serializer_class = DeliverySerializer
     detail_serializer_class = DeliveryDetailSerializer
     filterset_class = DeliveryFilter
     ordering_fields = ["id", "created_at", "next_attempt_at", "last_attempt_at"]
+
+    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @action(detail=True, methods=["post"])
+    def retry(self, request, pk=None):
+        """Attempt this delivery now (recorded as a `manual` attempt); a dead letter gets a fresh budget."""
+        delivery = recovery.delivery_retry_now(delivery=self.get_object())
+        return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
 
 class PolicyPreviewView(APIView):

@@ -122,5 +122,23 @@ class PublishedSerializer(serializers.Serializer):
     duplicate = serializers.BooleanField()
 
 
+class RedriveSerializer(serializers.Serializer):
+    since = serializers.DateTimeField(required=False, help_text="Only dead letters from this time on.")
+    until = serializers.DateTimeField(required=False, help_text="Only dead letters before this time.")
+
+    def validate(self, data):
+        if data.get("since") and data.get("until") and data["since"] >= data["until"]:
+            raise serializers.ValidationError({"until": ["must be later than since"]})
+        return data
+
+
+class RecoverSerializer(serializers.Serializer):
+    since = serializers.DateTimeField(help_text="Resend what failed for messages published from this time on.")
+
+
+class CountSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+
+
 class ConfirmSerializer(serializers.Serializer):
     token = serializers.CharField()

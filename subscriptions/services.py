@@ -109,14 +109,3 @@ def subscription_rotate_secret(*, subscription: Subscription) -> Subscription:
         locked.secret = generate_secret()
         locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
     return locked
-
-
-def subscription_set_paused(*, subscription: Subscription, paused: bool) -> Subscription:
-    if paused and subscription.status != Subscription.Status.CONFIRMED:
-        raise ApplicationError("Only a confirmed subscription can be paused.", status_code=409)
-    if not paused and subscription.status != Subscription.Status.PAUSED:
-        raise ApplicationError("The subscription is not paused.", status_code=409)
-    subscription.status = Subscription.Status.PAUSED if paused else Subscription.Status.CONFIRMED
-    subscription.save(update_fields=["status", "updated_at"])
-    return subscription
-

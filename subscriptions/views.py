@@ -1,5 +1,6 @@
 import django_rq
 from django.conf import settings
+from django.db.models import Count
 from django_filters.rest_framework import CharFilter, FilterSet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -8,8 +9,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
-from delivery import health
+from delivery import health, metrics, recovery
 from delivery.confirmation import confirmation_request, subscription_confirm
+from delivery.models import Delivery
+from delivery.serializers import DeliverySerializer
 from delivery.services import message_publish
 from delivery.wire import payload_bytes
 
@@ -19,10 +22,13 @@ from .models import Endpoint, Subscription, Topic
 from .ownership import OwnedQuerysetMixin
 from .serializers import (
     ConfirmSerializer,
+    CountSerializer,
     EndpointDetailSerializer,
     EndpointSerializer,
     PublishedSerializer,
     PublishSerializer,
+    RecoverSerializer,
+    RedriveSerializer,
     RotatedSecretSerializer,
     SubscriptionCreatedSerializer,
     SubscriptionSerializer,
@@ -79,6 +85,13 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
         return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        window = metrics.parse_window(request.query_params.get("window"))
+        return Response(metrics.topic_metrics(self.get_object(), window))
+
 
 class SubscriptionFilter(FilterSet):
     endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
@@ -127,6 +140,56 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         confirmed = subscription_confirm(token=serializer.validated_data["token"], subscription=subscription)
         return Response(SubscriptionSerializer(confirmed, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=RedriveSerializer, responses={202: CountSerializer})
+    @action(detail=True, methods=["post"])
+    def redrive(self, request, pk=None):
+        """Re-queue the subscription's dead letters with a fresh attempt budget."""
+        serializer = RedriveSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        count = recovery.subscription_redrive(subscription=self.get_object(), **serializer.validated_data)
+        return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=RecoverSerializer, responses={202: CountSerializer})
+    @action(detail=True, methods=["post"])
+    def recover(self, request, pk=None):
+        """Resend everything that failed (dead-lettered or dropped) for messages published since a time."""
+        serializer = RecoverSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        count = recovery.subscription_recover(subscription=self.get_object(), **serializer.validated_data)
+        return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """Hold new and pending deliveries (their time-to-live still runs) until resumed."""
+        paused = recovery.subscription_pause(subscription=self.get_object())
+        return Response(SubscriptionSerializer(paused, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        resumed = recovery.subscription_resume(subscription=self.get_object())
+        return Response(SubscriptionSerializer(resumed, context=self.get_serializer_context()).data)
+
+    @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        window = metrics.parse_window(request.query_params.get("window"))
+        return Response(metrics.subscription_metrics(self.get_object(), window))
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="dead-letters")
+    def dead_letters(self, request, pk=None):
+        """Dead letters with their reasons: counts by reason and the newest first (paginated)."""
+        subscription = self.get_object()
+        dead = Delivery.objects.filter(subscription=subscription, status=Delivery.Status.DEAD_LETTERED)
+        by_reason = dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by())
+        page = self.paginate_queryset(dead.select_related("endpoint").order_by("-finished_at", "-id"))
+        response = self.get_paginated_response(DeliverySerializer(page, many=True).data)
+        response.data["by_reason"] = by_reason
+        return response
 
     @extend_schema(request=None, responses={200: RotatedSecretSerializer})
     @action(detail=True, methods=["post"], url_path="rotate-secret")

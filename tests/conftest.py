@@ -7,6 +7,7 @@ from pathlib import Path
 import django_rq
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rq import SimpleWorker
@@ -68,6 +69,27 @@ def drain(max_rounds: int = 50) -> None:
 @pytest.fixture
 def run_worker(redis_conn):
     return drain
+
+
+def settle(horizon: float = 2.0, rounds: int = 20) -> None:
+    """Drive an in-process worker and the dispatcher until nothing is in flight or due within `horizon` seconds."""
+    from delivery import dispatch
+    from delivery.models import Delivery
+
+    for _ in range(rounds):
+        drain()
+        dispatch.dispatch_due()
+        due = dispatch.next_due_at()
+        if due is None:
+            drain()
+            if not Delivery.objects.filter(status="in_flight").exists():
+                return
+            continue
+        wait = (due - timezone.now()).total_seconds()
+        if wait > horizon:
+            return
+        time.sleep(max(wait, 0) + 0.01)
+    raise AssertionError("deliveries did not settle")
 
 
 def subprocess_env(**extra) -> dict:

@@ -3,11 +3,9 @@
 import time
 
 import pytest
-from django.utils import timezone
 
-from delivery import dispatch
 from delivery.models import Attempt, Delivery
-from tests.conftest import wait_until
+from tests.conftest import settle, wait_until
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,19 +76,6 @@ def test_retry_after_is_honoured(api, receiver, processes):
     assert 2.0 <= second.at - first.at < 2.0 + TOLERANCE
 
 
-def run_until_settled(run_worker, rounds=20):
-    """Drive the in-process worker and the dispatcher until no delivery is pending or in flight."""
-    for _ in range(rounds):
-        run_worker()
-        dispatch.dispatch_due()
-        if not Delivery.objects.filter(status__in=["pending", "in_flight"]).exists():
-            return
-        due = dispatch.next_due_at()
-        if due is not None:
-            time.sleep(max(0.0, (due - timezone.now()).total_seconds()) + 0.01)
-    raise AssertionError("deliveries did not settle")
-
-
 @pytest.mark.parametrize("policy, reply, status, reason, attempts", [
     ({"retrySchedule": {"delays": [0.1]}, "retryLimits": {"maxAttempts": 2}}, Reply(status=500),
      "dead_lettered", "max_attempts", 2),
@@ -106,7 +91,7 @@ def test_dead_letter_reasons_and_drop(api, receiver, run_worker, policy, reply, 
     topic = subscribe(api, receiver, policy)
     publish(api, topic)
 
-    run_until_settled(run_worker)
+    settle()
 
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == (status, reason, attempts)
