@@ -1,5 +1,11 @@
-from django.contrib import admin
+import json
 
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from subscriptions.errors import ApplicationError
+
+from . import recovery
 from .models import Attempt, Delivery, Message
 
 
@@ -40,6 +46,29 @@ class DeliveryAdmin(ReadOnlyAdmin):
     list_select_related = ["message", "subscription__topic", "subscription__endpoint", "endpoint"]
     raw_id_fields = ["message", "subscription", "endpoint"]
     inlines = [AttemptInline]
+    actions = ["retry_now"]
+    readonly_fields = ["endpoint_link"]
+
+    @admin.display(description="endpoint health")
+    def endpoint_link(self, obj):
+        return format_html('<a href="/admin/subscriptions/endpoint/{}/change/">{}</a> ({})', obj.endpoint_id,
+                           obj.endpoint.url, obj.endpoint.state)
+
+    @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
+    def retry_now(self, request, queryset):
+        done = 0
+        for delivery in queryset:
+            try:
+                recovery.delivery_retry_now(delivery=delivery)
+                done += 1
+            except ApplicationError as exc:
+                self.message_user(request, f"Delivery {delivery.id}: {exc.message}", messages.WARNING)
+        self.message_user(request, f"Queued {done} deliveries for a manual attempt.", messages.SUCCESS)
+
+
+def preformatted(value) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False) if isinstance(value, dict) else (value or "")
+    return format_html('<pre style="white-space: pre-wrap; max-width: 900px">{}</pre>', text or "—")
 
 
 @admin.register(Attempt)
@@ -49,3 +78,26 @@ class AttemptAdmin(ReadOnlyAdmin):
     list_filter = ["outcome", "error_class", "queue", "response_status", "started_at"]
     search_fields = ["request_url", "=delivery__message__id"]
     raw_id_fields = ["delivery"]
+    def has_delete_permission(self, request, obj=None):
+        return False  # attempt logs are read-only
+
+    fields = ["delivery", "number", "queue", "outcome", "started_at", "duration_ms", "request_url",
+              "request_headers_view", "request_body_view", "response_status", "response_headers_view",
+              "response_body_view", "error_class", "error_detail"]
+    readonly_fields = fields
+
+    @admin.display(description="request headers")
+    def request_headers_view(self, obj):
+        return preformatted(obj.request_headers)
+
+    @admin.display(description="request body (first 4 KiB)")
+    def request_body_view(self, obj):
+        return preformatted(obj.request_body)
+
+    @admin.display(description="response headers")
+    def response_headers_view(self, obj):
+        return preformatted(obj.response_headers)
+
+    @admin.display(description="response body (first 4 KiB)")
+    def response_body_view(self, obj):
+        return preformatted(obj.response_body)

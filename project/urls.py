@@ -3,8 +3,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from delivery.dashboard import dashboard
+
 urlpatterns = [
     path("admin/rq/", include("django_rq.urls")),
+    path("admin/dashboard/", dashboard, name="herald-dashboard"),
     path("admin/", admin.site.urls),
     path("api/", include("subscriptions.urls")),
     path("api/", include("delivery.urls")),

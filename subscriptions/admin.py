@@ -1,7 +1,10 @@
 from django.contrib import admin, messages
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
-from delivery import health
+from delivery import health, recovery
+from delivery.effective import policy_for, subscription_policy
+from delivery.policy import PolicyError
+from subscriptions.errors import ApplicationError
 
 from .models import Endpoint, EndpointTransition, Subscription, Topic
 
@@ -13,23 +16,92 @@ def state_badge(state: str):
                        'border-radius:10px;font-weight:600">{}</span>', STATE_COLOURS.get(state, "#555"), state)
 
 
+def schedule_table(policy):
+    """The schedule a policy produces, as the admin shows it beside the policy field."""
+    rows = policy.schedule()
+    shown = rows if len(rows) <= 14 else rows[:10] + [None] + rows[-3:]
+    body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", (
+        ("…", "…", "…") if row is None else (row["attempt"], human(row["delay"]), human(row["offset"]))
+        for row in shown))
+    limits = (f"max attempts {policy.max_attempts or '—'} · time-to-live "
+              f"{human(policy.max_age_seconds) if policy.max_age_seconds else '—'} · jitter ±{policy.jitter:.0%}")
+    return format_html('<table class="herald-schedule"><thead><tr><th>attempt</th><th>delay</th><th>offset</th>'
+                       "</tr></thead><tbody>{}</tbody></table><p class=\"help\">{}</p>", body, limits)
+
+
+def human(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "owner", "created_at"]
     search_fields = ["name", "description", "owner__username"]
     list_filter = ["created_at"]
+    readonly_fields = ["schedule"]
+
+    @admin.display(description="schedule (effective policy for subscriptions without their own)")
+    def schedule(self, obj):
+        try:
+            return schedule_table(policy_for(None, obj.delivery_policy if obj else None))
+        except PolicyError as exc:
+            return f"invalid policy: {exc}"
 
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
-    list_display = ["id", "topic", "endpoint", "status", "raw_message_delivery", "created_at"]
+    list_display = ["id", "topic", "endpoint", "status", "raw_message_delivery", "dead_letters", "created_at"]
     list_filter = ["status", "raw_message_delivery", "endpoint__state"]
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
     exclude = ["secret", "previous_secret", "confirmation_token_hash"]  # never shown; rotate through the API
-    readonly_fields = ["confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
-                       "updated_at"]
+    readonly_fields = ["schedule", "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at",
+                       "created_at", "updated_at"]
     raw_id_fields = ["endpoint", "topic"]
+    actions = ["redrive", "pause", "resume"]
+
+    @admin.display(description="schedule of the effective policy")
+    def schedule(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        try:
+            return schedule_table(subscription_policy(obj))
+        except PolicyError as exc:
+            return f"invalid policy: {exc}"
+
+    @admin.display(description="dead letters")
+    def dead_letters(self, obj):
+        count = obj.deliveries.filter(status="dead_lettered").count()
+        if not count:
+            return 0
+        return format_html('<a href="/admin/delivery/delivery/?subscription__id__exact={}&status__exact='
+                           'dead_lettered">{}</a>', obj.id, count)
+
+    def _each(self, request, queryset, service, done):
+        total = 0
+        for subscription in queryset:
+            try:
+                result = service(subscription=subscription)
+                total += result if isinstance(result, int) else 1
+            except ApplicationError as exc:
+                self.message_user(request, f"{subscription}: {exc.message}", messages.WARNING)
+        self.message_user(request, done.format(total), messages.SUCCESS)
+
+    @admin.action(description="Redrive dead letters of selected subscriptions (fresh attempt budget)")
+    def redrive(self, request, queryset):
+        self._each(request, queryset, recovery.subscription_redrive, "Redrove {} dead letter(s).")
+
+    @admin.action(description="Pause selected subscriptions (hold deliveries)")
+    def pause(self, request, queryset):
+        self._each(request, queryset, recovery.subscription_pause, "Paused {} subscription(s).")
+
+    @admin.action(description="Resume selected subscriptions (release held deliveries)")
+    def resume(self, request, queryset):
+        self._each(request, queryset, recovery.subscription_resume, "Resumed {} subscription(s).")
 
 
 class TransitionInline(admin.TabularInline):

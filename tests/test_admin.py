@@ -1,0 +1,98 @@
+"""The admin console: every page renders, actions call the services, secrets stay hidden, the dashboard."""
+
+import re
+
+import pytest
+from rq import Worker
+
+from delivery.models import Attempt, Delivery
+from subscriptions.models import Subscription
+from tests.conftest import settle, wait_until
+from tests.receiver import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def traffic(api, receiver, run_worker):
+    """One subscription with a delivered message and a dead letter."""
+    receiver.script = lambda request: Reply(status=500 if request.json()["data"] == "bad" else 200,
+                                            body=b'{"error":"nope"}')
+    topic = api.post("/api/topics/", {"name": "console", "delivery_policy": {"preset": "event-grid"}},
+                     format="json").json()
+    subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
+                                                    "delivery_policy": {"retrySchedule": {"delays": [0.1]},
+                                                                        "retryLimits": {"maxAttempts": 2}}},
+                            format="json").json()
+    for payload in ("good", "bad"):
+        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
+    settle()
+    return topic, subscription
+
+
+def test_every_page_renders(admin_client, traffic):
+    topic, subscription = traffic
+    delivery = Delivery.objects.get(status="dead_lettered")
+    attempt = Attempt.objects.filter(delivery=delivery).first()
+    pages = ["/admin/", "/admin/dashboard/", "/admin/dashboard/?span=1h"]
+    for model in ["subscriptions/topic", "subscriptions/subscription", "subscriptions/endpoint",
+                  "delivery/message", "delivery/delivery", "delivery/attempt"]:
+        pages += [f"/admin/{model}/", f"/admin/{model}/?q=console"]
+    pages += [f"/admin/subscriptions/topic/{topic['id']}/change/",
+              f"/admin/subscriptions/subscription/{subscription['id']}/change/",
+              f"/admin/subscriptions/endpoint/{subscription['endpoint_id']}/change/",
+              f"/admin/delivery/delivery/{delivery.id}/change/", f"/admin/delivery/attempt/{attempt.id}/change/",
+              "/admin/delivery/delivery/?status__exact=dead_lettered",
+              "/admin/delivery/attempt/?outcome__exact=success"]
+    for page in pages:
+        assert admin_client.get(page).status_code == 200, page
+
+
+def test_attempt_detail_shows_request_and_response_excerpts(admin_client, traffic):
+    attempt = Attempt.objects.filter(outcome="retryable_failure").first()
+    page = admin_client.get(f"/admin/delivery/attempt/{attempt.id}/change/").content.decode()
+    assert "webhook-signature" in page and "&quot;data&quot;:&quot;bad&quot;" in page
+    assert "{&quot;error&quot;:&quot;nope&quot;}" in page
+    assert admin_client.post(f"/admin/delivery/attempt/{attempt.id}/delete/").status_code == 403
+
+
+def test_policy_fields_show_the_schedule_they_produce(admin_client, traffic):
+    topic, subscription = traffic
+    topic_page = admin_client.get(f"/admin/subscriptions/topic/{topic['id']}/change/").content.decode()
+    assert "herald-schedule" in topic_page and "12.0 h" in topic_page  # event-grid: 12 h repeats
+    page = admin_client.get(f"/admin/subscriptions/subscription/{subscription['id']}/change/").content.decode()
+    assert "max attempts 2" in page and "0.1 s" in page
+
+
+def test_dashboard_shows_failures_states_dead_letters_and_queues(admin_client, traffic, processes, redis_conn):
+    processes.worker()
+    wait_until(lambda: Worker.all(connection=redis_conn))
+    page = admin_client.get("/admin/dashboard/").content.decode()
+    dead = Delivery.objects.get(status="dead_lettered")
+    assert f'href="/admin/delivery/delivery/{dead.id}/change/"' in page  # the failed delivery is one click away
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "max_attempts : 1" in text
+    assert "succeeded 1 failed 2" in text  # "good" succeeded once; "bad" failed twice
+    assert "deliveries : 0 job(s) waiting" in text
+    assert "active 1" in text
+    assert "No worker is running." not in text
+
+
+def test_actions_call_the_services(admin_client, traffic, receiver, run_worker):
+    _, subscription = traffic
+    receiver.script = [Reply(status=200)]
+    url = "/admin/subscriptions/subscription/"
+    response = admin_client.post(url, {"action": "redrive", "_selected_action": [subscription["id"]]}, follow=True)
+    assert "Redrove 1 dead letter(s)." in response.content.decode()
+    settle()
+    assert not Delivery.objects.filter(status="dead_lettered").exists()
+
+    admin_client.post(url, {"action": "pause", "_selected_action": [subscription["id"]]})
+    assert Subscription.objects.get(id=subscription["id"]).status == "paused"
+    admin_client.post(url, {"action": "resume", "_selected_action": [subscription["id"]]})
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+
+    delivery = Delivery.objects.filter(status="succeeded").first()
+    response = admin_client.post("/admin/delivery/delivery/", {"action": "retry_now",
+                                                               "_selected_action": [delivery.id]}, follow=True)
+    assert "cannot be retried" in response.content.decode()
