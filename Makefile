@@ -35,7 +35,14 @@ run: install
 receiver: install
 	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000)
 
-test: install-dev
+# The browser tests drive Debian's Chromium (never a downloaded browser build).
+CHROMIUM ?= /usr/bin/chromium
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
+	else echo "Chromium is missing and cannot be installed without root: run 'apt-get install chromium'"; exit 1; fi
+
+test: install-dev $(CHROMIUM)
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev

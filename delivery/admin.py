@@ -47,6 +47,9 @@ class DeliveryAdmin(ReadOnlyAdmin):
     raw_id_fields = ["message", "subscription", "endpoint"]
     inlines = [AttemptInline]
     actions = ["retry_now"]
+    fields = ["message", "subscription", "endpoint_link", "status", "dead_letter_reason", "attempt_count",
+              "next_attempt_at", "first_attempt_at", "last_attempt_at", "delivered_at", "finished_at",
+              "budget_attempts", "budget_started_at", "lease_until", "queued", "enqueued_at", "job_id"]
     readonly_fields = ["endpoint_link"]
 
     @admin.display(description="endpoint health")

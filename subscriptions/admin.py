@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
@@ -5,6 +6,7 @@ from delivery import health, recovery
 from delivery.effective import policy_for, subscription_policy
 from delivery.policy import PolicyError
 from subscriptions.errors import ApplicationError
+from subscriptions.services import validate_policy
 
 from .models import Endpoint, EndpointTransition, Subscription, Topic
 
@@ -37,8 +39,21 @@ def human(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+class PolicyValidatingForm(forms.ModelForm):
+    """Policies edited in the admin are validated like API writes: every error, nothing stored."""
+
+    def clean_delivery_policy(self):
+        document = self.cleaned_data.get("delivery_policy")
+        try:
+            validate_policy(document)
+        except PolicyError as exc:
+            raise forms.ValidationError([f"{path}: {reason}" for path, reason in exc.errors]) from None
+        return document or None
+
+
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
+    form = PolicyValidatingForm
     list_display = ["id", "name", "owner", "created_at"]
     search_fields = ["name", "description", "owner__username"]
     list_filter = ["created_at"]
@@ -54,15 +69,21 @@ class TopicAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
+    """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
+    their policies tuned, and operated on with the actions."""
+
+    form = PolicyValidatingForm
     list_display = ["id", "topic", "endpoint", "status", "raw_message_delivery", "dead_letters", "created_at"]
     list_filter = ["status", "raw_message_delivery", "endpoint__state"]
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
     exclude = ["secret", "previous_secret", "confirmation_token_hash"]  # never shown; rotate through the API
-    readonly_fields = ["schedule", "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at",
-                       "created_at", "updated_at"]
-    raw_id_fields = ["endpoint", "topic"]
+    readonly_fields = ["topic", "endpoint", "status", "schedule", "confirmed_at", "confirmation_expires_at",
+                       "previous_secret_expires_at", "created_at", "updated_at"]
     actions = ["redrive", "pause", "resume"]
+
+    def has_add_permission(self, request):
+        return False
 
     @admin.display(description="schedule of the effective policy")
     def schedule(self, obj):
@@ -123,10 +144,15 @@ class EndpointAdmin(admin.ModelAdmin):
                     "window_failures", "last_success_at", "last_failure_at", "state_changed_at"]
     list_filter = ["state"]
     search_fields = ["url", "owner__username"]
-    readonly_fields = ["state", "state_reason", "state_changed_at", "next_probe_at", "consecutive_failures",
-                       "window_attempts", "window_failures", "last_success_at", "last_failure_at", "created_at"]
+    fields = ["url", "owner", "state_badge", "state_reason", "state_changed_at", "next_probe_at",
+              "consecutive_failures", "window_attempts", "window_failures", "last_success_at", "last_failure_at",
+              "created_at"]
+    readonly_fields = fields  # health changes only through the actions below, which record why
     inlines = [TransitionInline]
     actions = ["enable", "disable", "freeze"]
+
+    def has_add_permission(self, request):
+        return False  # endpoints come into being with their first subscription
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj):

@@ -96,3 +96,14 @@ def test_actions_call_the_services(admin_client, traffic, receiver, run_worker):
     response = admin_client.post("/admin/delivery/delivery/", {"action": "retry_now",
                                                                "_selected_action": [delivery.id]}, follow=True)
     assert "cannot be retried" in response.content.decode()
+
+
+def test_admin_refuses_invalid_policies_and_unsafe_edits(admin_client, traffic):
+    topic, subscription = traffic
+    response = admin_client.post(f"/admin/subscriptions/topic/{topic['id']}/change/", {
+        "owner": 1, "name": "console", "description": "", "delivery_policy": '{"jitter": 7}'})
+    assert response.status_code == 200 and "jitter: must be at most 0.5" in response.content.decode()
+    page = admin_client.get(f"/admin/subscriptions/endpoint/{subscription['endpoint_id']}/change/").content.decode()
+    assert 'name="url"' not in page and 'name="owner"' not in page
+    assert admin_client.get("/admin/subscriptions/subscription/add/").status_code == 403
+    assert admin_client.get("/admin/subscriptions/endpoint/add/").status_code == 403
