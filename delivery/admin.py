@@ -46,7 +46,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
     list_select_related = ["message", "subscription__topic", "subscription__endpoint", "endpoint"]
     raw_id_fields = ["message", "subscription", "endpoint"]
     inlines = [AttemptInline]
-    actions = ["retry_now"]
+    actions = ["retry_now", "dead_letter"]
     fields = ["message", "subscription", "endpoint_link", "status", "dead_letter_reason", "attempt_count",
               "next_attempt_at", "first_attempt_at", "last_attempt_at", "delivered_at", "finished_at",
               "budget_attempts", "budget_started_at", "lease_until", "queued", "enqueued_at", "job_id"]
@@ -57,16 +57,23 @@ class DeliveryAdmin(ReadOnlyAdmin):
         return format_html('<a href="/admin/subscriptions/endpoint/{}/change/">{}</a> ({})', obj.endpoint_id,
                            obj.endpoint.url, obj.endpoint.state)
 
-    @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
-    def retry_now(self, request, queryset):
-        done = 0
+    def _each(self, request, queryset, service, done: str):
+        count = 0
         for delivery in queryset:
             try:
-                recovery.delivery_retry_now(delivery=delivery)
-                done += 1
+                service(delivery=delivery)
+                count += 1
             except ApplicationError as exc:
                 self.message_user(request, f"Delivery {delivery.id}: {exc.message}", messages.WARNING)
-        self.message_user(request, f"Queued {done} deliveries for a manual attempt.", messages.SUCCESS)
+        self.message_user(request, done.format(count), messages.SUCCESS)
+
+    @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
+    def retry_now(self, request, queryset):
+        self._each(request, queryset, recovery.delivery_retry_now, "Queued {} deliveries for a manual attempt.")
+
+    @admin.action(description="Dead-letter selected pending deliveries (stop retrying)")
+    def dead_letter(self, request, queryset):
+        self._each(request, queryset, recovery.delivery_dead_letter, "Dead-lettered {} deliveries.")
 
 
 def preformatted(value) -> str:

@@ -70,6 +70,21 @@ def delivery_retry_now(*, delivery: Delivery) -> Delivery:
     return delivery
 
 
+def delivery_dead_letter(*, delivery: Delivery) -> Delivery:
+    """Stop retrying a pending delivery by hand: dead-lettered with reason `manual` (it can be redriven later)."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Delivery.objects.select_for_update().get(id=delivery.id)
+        if locked.status != Delivery.Status.PENDING:
+            raise ApplicationError(f"Only a pending delivery can be dead-lettered; this one is {locked.status}.",
+                                   status_code=409)
+        Delivery.objects.filter(id=locked.id).update(
+            status=Delivery.Status.DEAD_LETTERED, dead_letter_reason=Delivery.DeadLetterReason.MANUAL,
+            next_attempt_at=None, queued=False, finished_at=now)
+    delivery.refresh_from_db()
+    return delivery
+
+
 def subscription_pause(*, subscription: Subscription) -> Subscription:
     if subscription.status != Subscription.Status.CONFIRMED:
         raise ApplicationError(f"Only a confirmed subscription can be paused; this one is {subscription.status}.",

@@ -89,8 +89,8 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
                    responses={200: dict})
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
-        window = metrics.parse_window(request.query_params.get("window"))
-        return Response(metrics.topic_metrics(self.get_object(), window))
+        topic = self.get_object()
+        return Response(metrics.topic_metrics(topic, metrics.parse_window(request.query_params.get("window"))))
 
 
 class SubscriptionFilter(FilterSet):
@@ -145,18 +145,20 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def redrive(self, request, pk=None):
         """Re-queue the subscription's dead letters with a fresh attempt budget."""
+        subscription = self.get_object()  # not yours: 404 before anything about the body
         serializer = RedriveSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        count = recovery.subscription_redrive(subscription=self.get_object(), **serializer.validated_data)
+        count = recovery.subscription_redrive(subscription=subscription, **serializer.validated_data)
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=RecoverSerializer, responses={202: CountSerializer})
     @action(detail=True, methods=["post"])
     def recover(self, request, pk=None):
         """Resend everything that failed (dead-lettered or dropped) for messages published since a time."""
+        subscription = self.get_object()
         serializer = RecoverSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        count = recovery.subscription_recover(subscription=self.get_object(), **serializer.validated_data)
+        count = recovery.subscription_recover(subscription=subscription, **serializer.validated_data)
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: SubscriptionSerializer})
@@ -176,8 +178,9 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
                    responses={200: dict})
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
+        subscription = self.get_object()
         window = metrics.parse_window(request.query_params.get("window"))
-        return Response(metrics.subscription_metrics(self.get_object(), window))
+        return Response(metrics.subscription_metrics(subscription, window))
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="dead-letters")

@@ -31,7 +31,8 @@ class Reply:
 class Receiver:
     """`script` is a list of Replies used in order (the last one repeats), or a callable(Received) -> Reply."""
 
-    def __init__(self):
+    def __init__(self, ssl_context=None):
+        self.scheme = "https" if ssl_context else "http"
         self.requests: list[Received] = []
         self.script = [Reply()]
         self.lock = threading.Lock()
@@ -61,12 +62,14 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if ssl_context is not None:
+            self.server.socket = ssl_context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}/hook"
 
     def reply_for(self, received: Received) -> Reply:
         with self.lock:

@@ -107,3 +107,19 @@ def test_admin_refuses_invalid_policies_and_unsafe_edits(admin_client, traffic):
     assert 'name="url"' not in page and 'name="owner"' not in page
     assert admin_client.get("/admin/subscriptions/subscription/add/").status_code == 403
     assert admin_client.get("/admin/subscriptions/endpoint/add/").status_code == 403
+
+
+def test_operator_can_stop_retrying_a_delivery(admin_client, api, receiver):
+    receiver.script = [Reply(status=500)]
+    topic = api.post("/api/topics/", {"name": "stop"}, format="json").json()
+    api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url}, format="json")
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    settle()  # one failed attempt; the next (workfront) is 84.8 s away
+    delivery = Delivery.objects.get()
+    assert delivery.status == "pending" and delivery.attempt_count == 1
+
+    response = admin_client.post("/admin/delivery/delivery/", {"action": "dead_letter",
+                                                               "_selected_action": [delivery.id]}, follow=True)
+    assert "Dead-lettered 1 deliveries." in response.content.decode()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.dead_letter_reason) == ("dead_lettered", "manual")

@@ -2,8 +2,10 @@
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from delivery import dispatch, health
 from delivery.models import Attempt, Delivery
@@ -145,3 +147,16 @@ def test_admin_actions_call_the_services(admin_client, api, receiver):
     assert EndpointTransition.objects.filter(endpoint_id=endpoint_id).count() == 4
     page = admin_client.get(f"{url}{endpoint_id}/change/").content.decode()
     assert "frozen by hand" in page and "enabled by hand" in page
+
+
+def test_the_rate_window_rolls_bucket_by_bucket(api, receiver, settings):
+    settings.HERALD_RATE_WINDOW_SECONDS = 240  # 24 buckets of 10 s
+    _, subscription = subscribe(api, receiver, None)
+    endpoint_id = subscription["endpoint_id"]
+    start = timezone.now()
+    health.record_results(endpoint_id, [False, False], start)
+    health.record_results(endpoint_id, [True], start + timedelta(seconds=120))
+
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=125)) == (3, 2)
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=245)) == (1, 0)  # the first bucket left
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=365)) == (0, 0)

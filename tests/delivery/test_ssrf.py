@@ -1,12 +1,14 @@
 """The private-address guard: what is refused, the allow-list, and connecting to the checked address."""
 
 import ipaddress
+import ssl
 
 import pytest
+import trustme
 
 from delivery import sender, ssrf
 from delivery.wire import OutgoingRequest
-from tests.receiver import Reply
+from tests.receiver import Receiver, Reply
 
 NONE_ALLOWED: tuple = ()
 
@@ -86,3 +88,32 @@ def test_redirects_to_private_addresses_are_never_followed(receiver):
     result = sender.send(OutgoingRequest(url=receiver.url, body=b"{}"), timeout=2)
     assert (result.status, result.error_class) == (307, "redirect")
     assert len(receiver.requests) == 1
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch):
+    """An HTTPS receiver for `hooks.test` on 127.0.0.1, with a CA the sender is told to trust."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("hooks.test").configure_cert(context)
+    server = Receiver(ssl_context=context)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setattr(sender.session(), "verify", str(bundle))
+    monkeypatch.setattr(ssrf, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    yield server
+    server.close()
+
+
+def test_https_to_the_checked_address_keeps_sni_and_the_certificate_check(tls_receiver):
+    port = tls_receiver.server.server_address[1]
+    result = sender.send(OutgoingRequest(url=f"https://hooks.test:{port}/hook", body=b"{}"), timeout=5)
+    assert result.status == 200, result
+    assert tls_receiver.requests[0].headers["host"] == f"hooks.test:{port}"
+
+
+def test_https_certificate_for_another_name_is_a_tls_error(tls_receiver):
+    port = tls_receiver.server.server_address[1]
+    result = sender.send(OutgoingRequest(url=f"https://other.test:{port}/hook", body=b"{}"), timeout=5)
+    assert (result.status, result.error_class) == (None, "tls")
+    assert tls_receiver.requests == []
