@@ -51,7 +51,7 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
     locked = _lease([d.id for d in candidates], now, lease)
     claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)
     for delivery in claimed:
-        delivery.status, delivery.lease_until = Delivery.Status.IN_FLIGHT, lease
+        delivery.status, delivery.lease_until, delivery.queued = Delivery.Status.IN_FLIGHT, lease, False
     return claimed
 
 
@@ -188,11 +188,7 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
 
     with transaction.atomic():
         Attempt.objects.bulk_create(attempts)
-        leases = {d.id: d.lease_until for d in claimed}
-        for delivery_id, changes in updates.items():
-            # Only while the lease is still ours: if it expired and the row moved on, leave it be.
-            Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
-                                    lease_until=leases[delivery_id]).update(**changes)
+        write_back(claimed, updates)
     now = timezone.now()
     for endpoint_id, seen in by_endpoint.items():
         health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
@@ -200,6 +196,37 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
         from .dispatch import wake_dispatcher
 
         wake_dispatcher()
+
+
+def write_back(claimed: list[Delivery], updates: dict) -> None:
+    """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
+    expired may have moved on; it is left be). One statement on PostgreSQL; runs in the caller's transaction."""
+    leases = {d.id: d.lease_until for d in claimed}
+    if connection.vendor != "postgresql":
+        for delivery_id, changes in updates.items():
+            Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
+                                    lease_until=leases[delivery_id]).update(**changes)
+        return
+    names = sorted({name for changes in updates.values() for name in changes})
+    fields = [Delivery._meta.get_field(name) for name in names]
+    by_id = {d.id: d for d in claimed}
+    rows, params = [], []
+    for delivery_id, changes in updates.items():
+        current = by_id[delivery_id]
+        values = [changes[f.name] if f.name in changes else getattr(current, f.attname) for f in fields]
+        rows.append("(" + ", ".join(["%s::bigint", "%s::timestamptz"] + [f"%s::{f.db_type(connection)}"
+                                                                           for f in fields]) + ")")
+        params += [delivery_id, leases[delivery_id]] + [f.get_db_prep_save(v, connection)
+                                                        for f, v in zip(fields, values, strict=True)]
+    table = Delivery._meta.db_table
+    assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
+    columns = ", ".join(["id", "lease"] + [f.column for f in fields])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS d SET {assignments} FROM (VALUES {', '.join(rows)}) AS v({columns}) "
+            f"WHERE d.id = v.id AND d.status = %s AND d.lease_until = v.lease",
+            params + [Delivery.Status.IN_FLIGHT],
+        )
 
 
 def process(delivery_ids: list[int], queue_name: str) -> int:
