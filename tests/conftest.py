@@ -58,6 +58,23 @@ def other_api(other_user):
     return client_for(other_user)
 
 
+def subscribe(api, receiver, policy=None, *, name="orders", **extra):
+    """A topic and one subscription of `receiver` to it, made through the API: (topic, subscription)."""
+    topic = api.post("/api/topics/", {"name": name}, format="json").json()
+    body = {"topic": topic["id"], "endpoint": receiver.url, **extra}
+    if policy is not None:
+        body["delivery_policy"] = policy
+    created = api.post("/api/subscriptions/", body, format="json")
+    assert created.status_code == 201, created.content
+    return topic, created.json()
+
+
+def publish(api, topic, payload=1):
+    response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
+    assert response.status_code == 202, response.content
+    return response.json()
+
+
 def drain(max_rounds: int = 50) -> None:
     """Run a real RQ worker in this process until both queues are empty (burst mode)."""
     connection = django_rq.get_connection("deliveries")

@@ -5,20 +5,13 @@ import signal
 import pytest
 
 from delivery.models import Delivery
-from tests.conftest import wait_until
+from tests.conftest import subscribe, wait_until
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAST_LEASE = {"requestPolicy": {"timeoutSeconds": 2}, "retrySchedule": {"delays": [1]},
               "retryLimits": {"maxAttempts": 5}}
 
-
-def subscribe(api, receiver, policy):
-    topic = api.post("/api/topics/", {"name": "crash"}, format="json").json()
-    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
-                                               "delivery_policy": policy}, format="json")
-    assert created.status_code == 201, created.content
-    return topic
 
 
 def all_succeeded(count):
@@ -28,7 +21,7 @@ def all_succeeded(count):
 def test_worker_killed_mid_delivery_is_redelivered_after_its_lease_expires(api, receiver, processes):
     # The first request hangs long enough for us to kill the worker while it waits for the answer.
     receiver.script = lambda request: Reply(delay=30 if len(receiver.requests) == 1 else 0)
-    topic = subscribe(api, receiver, FAST_LEASE)
+    topic, _ = subscribe(api, receiver, FAST_LEASE, name="crash")
     for n in range(5):
         api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"n": n}}, format="json")
 
@@ -48,7 +41,7 @@ def test_worker_killed_mid_delivery_is_redelivered_after_its_lease_expires(api, 
 
 
 def test_flushed_redis_loses_no_delivery(api, receiver, processes, redis_conn):
-    topic = subscribe(api, receiver, FAST_LEASE)
+    topic, _ = subscribe(api, receiver, FAST_LEASE, name="crash")
     for n in range(20):
         api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"n": n}}, format="json")
     assert redis_conn.llen("rq:queue:deliveries") > 0

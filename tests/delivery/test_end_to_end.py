@@ -11,21 +11,15 @@ from standardwebhooks.webhooks import Webhook
 
 from delivery import dispatch
 from delivery.models import Attempt, Delivery
+from tests.conftest import subscribe
 from tests.receiver import Reply, parse_cloudevent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def make_subscription(api, receiver, **extra):
-    topic = api.post("/api/topics/", {"name": "orders"}, format="json").json()
-    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url, **extra},
-                        format="json")
-    assert response.status_code == 201, response.content
-    return topic, response.json()
-
 
 def test_published_event_arrives_as_signed_cloudevent(api, receiver, run_worker):
-    topic, subscription = make_subscription(api, receiver)
+    topic, subscription = subscribe(api, receiver)
 
     published = api.post(f"/api/topics/{topic['id']}/publish/",
                          {"payload": {"order": 42}, "event_type": "order.created", "subject": "orders/42"},
@@ -58,7 +52,7 @@ def test_published_event_arrives_as_signed_cloudevent(api, receiver, run_worker)
 
 
 def test_raw_delivery_sends_payload_with_binary_mode_headers(api, receiver, run_worker):
-    topic, subscription = make_subscription(api, receiver, raw_message_delivery=True)
+    topic, subscription = subscribe(api, receiver, raw_message_delivery=True)
 
     published = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"x": [1, 2]}, "subject": "ü s"},
                          format="json").json()
@@ -77,7 +71,7 @@ def test_raw_delivery_sends_payload_with_binary_mode_headers(api, receiver, run_
 
 
 def test_text_message_is_delivered_as_text(api, receiver, run_worker):
-    topic, subscription = make_subscription(api, receiver, raw_message_delivery=True)
+    topic, subscription = subscribe(api, receiver, raw_message_delivery=True)
 
     api.post(f"/api/topics/{topic['id']}/publish/", {"message": "hello, world"}, format="json")
     run_worker()
@@ -90,7 +84,7 @@ def test_text_message_is_delivered_as_text(api, receiver, run_worker):
 def test_failure_is_retried_from_the_database_on_the_retries_queue(api, receiver, run_worker):
     receiver.script = [Reply(status=500, body=b"boom"), Reply(status=200)]
     policy = {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAttempts": 2}}
-    topic, subscription = make_subscription(api, receiver, delivery_policy=policy)
+    topic, subscription = subscribe(api, receiver, policy)
 
     api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
     run_worker()
@@ -114,7 +108,7 @@ def test_failure_is_retried_from_the_database_on_the_retries_queue(api, receiver
 
 
 def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
-    topic, _ = make_subscription(api, receiver)
+    topic, _ = subscribe(api, receiver)
     api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
     delivery = Delivery.objects.get()
     django_rq.get_queue("deliveries").enqueue("delivery.jobs.deliver", [delivery.id], "deliveries")
@@ -130,7 +124,7 @@ def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
 def test_under_backlog_publishing_leaves_first_attempts_to_the_dispatcher(api, receiver, run_worker, settings,
                                                                           redis_conn):
     settings.HERALD_DIRECT_ENQUEUE_BACKLOG = 0  # the deliveries queue always counts as backlogged
-    topic, _ = make_subscription(api, receiver)
+    topic, _ = subscribe(api, receiver)
     for n in range(3):
         api.post(f"/api/topics/{topic['id']}/publish/", {"payload": n}, format="json")
     assert django_rq.get_queue("deliveries").count == 0

@@ -10,7 +10,7 @@ from django.utils import timezone
 from delivery import dispatch, health
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Endpoint, EndpointTransition
-from tests.conftest import wait_until
+from tests.conftest import publish, subscribe, wait_until
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,16 +19,6 @@ LOW_THRESHOLDS = {"HERALD_DISABLE_MIN_ATTEMPTS": 3, "HERALD_DISABLE_FAILURE_RATE
 KEEP_TRYING = {"retrySchedule": {"delays": [0.3], "repeatLast": True}, "retryLimits": {"maxAgeSeconds": 300}}
 
 
-def subscribe(api, receiver, policy, name="health"):
-    topic = api.post("/api/topics/", {"name": name}, format="json").json()
-    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
-                                               "delivery_policy": policy}, format="json")
-    assert created.status_code == 201, created.content
-    return topic, created.json()
-
-
-def publish(api, topic, payload):
-    assert api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json").status_code == 202
 
 
 def test_concurrent_failures_are_all_counted(api, receiver, processes):
@@ -54,7 +44,7 @@ def test_concurrent_failures_are_all_counted(api, receiver, processes):
 def test_failing_endpoint_is_disabled_probed_once_per_interval_and_recovers(api, receiver, processes, settings):
     healthy = threading.Event()
     receiver.script = lambda request: Reply(status=200 if healthy.is_set() else 500)
-    topic, subscription = subscribe(api, receiver, KEEP_TRYING)
+    topic, subscription = subscribe(api, receiver, KEEP_TRYING, name="health")
     processes.worker(**LOW_THRESHOLDS)
     processes.cron(**LOW_THRESHOLDS)
     for n in range(6):
@@ -88,7 +78,7 @@ def test_failing_endpoint_is_disabled_probed_once_per_interval_and_recovers(api,
 
 def test_frozen_endpoint_receives_nothing_until_enabled_through_the_api(api, receiver, processes):
     receiver.script = [Reply(status=410), Reply(status=200)]
-    topic, subscription = subscribe(api, receiver, KEEP_TRYING)
+    topic, subscription = subscribe(api, receiver, KEEP_TRYING, name="health")
     processes.worker()
     processes.cron()
     publish(api, topic, "gone")

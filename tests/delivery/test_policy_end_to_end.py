@@ -5,31 +5,19 @@ import time
 import pytest
 
 from delivery.models import Attempt, Delivery
-from tests.conftest import settle, wait_until
+from tests.conftest import publish, settle, subscribe, wait_until
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOLERANCE = 0.5  # seconds late at most, on a loaded 2-core machine
 
 
-def subscribe(api, receiver, policy, name="policies"):
-    topic = api.post("/api/topics/", {"name": name}, format="json").json()
-    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
-                                               "delivery_policy": policy}, format="json")
-    assert created.status_code == 201, created.content
-    return topic
-
-
-def publish(api, topic, payload=1):
-    response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
-    assert response.status_code == 202
-    return response.json()
 
 
 def test_retries_arrive_at_their_scheduled_offsets_never_early(api, receiver, processes):
     receiver.script = [Reply(status=500), Reply(status=502), Reply(status=503), Reply(status=200)]
     delays = [1, 2, 3]
-    topic = subscribe(api, receiver, {"retrySchedule": {"delays": delays}, "retryLimits": {"maxAttempts": 4}})
+    topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": delays}, "retryLimits": {"maxAttempts": 4}})
     processes.worker()
     processes.cron()
 
@@ -46,7 +34,7 @@ def test_retries_arrive_at_their_scheduled_offsets_never_early(api, receiver, pr
 
 
 def test_throttle_holds_in_every_one_second_window_across_two_workers(api, receiver, processes):
-    topic = subscribe(api, receiver, {"throttlePolicy": {"maxReceivesPerSecond": 5}})
+    topic, _ = subscribe(api, receiver, {"throttlePolicy": {"maxReceivesPerSecond": 5}})
     processes.worker()
     processes.worker()
     processes.cron()
@@ -66,7 +54,7 @@ def test_throttle_holds_in_every_one_second_window_across_two_workers(api, recei
 
 def test_retry_after_is_honoured(api, receiver, processes):
     receiver.script = [Reply(status=429, headers={"Retry-After": "2"}), Reply(status=200)]
-    topic = subscribe(api, receiver, {"retrySchedule": {"delays": [0.2]}, "retryLimits": {"maxAttempts": 3}})
+    topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": [0.2]}, "retryLimits": {"maxAttempts": 3}})
     processes.worker()
     processes.cron()
 
@@ -88,7 +76,7 @@ def test_retry_after_is_honoured(api, receiver, processes):
 ])
 def test_dead_letter_reasons_and_drop(api, receiver, run_worker, policy, reply, status, reason, attempts):
     receiver.script = [reply]
-    topic = subscribe(api, receiver, policy)
+    topic, _ = subscribe(api, receiver, policy)
     publish(api, topic)
 
     settle()
@@ -99,7 +87,7 @@ def test_dead_letter_reasons_and_drop(api, receiver, run_worker, policy, reply, 
 
 
 def test_held_delivery_past_its_time_to_live_is_dead_lettered_without_sending(api, receiver, run_worker):
-    topic = subscribe(api, receiver, {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAgeSeconds": 1}})
+    topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAgeSeconds": 1}})
     publish(api, topic)
     time.sleep(1.1)  # the message outlives its time-to-live before any worker picks it up
 

@@ -7,27 +7,18 @@ from django.utils import timezone
 
 from delivery import dispatch, retention
 from delivery.models import Attempt, Delivery, Message
-from tests.conftest import settle
+from tests.conftest import publish, settle, subscribe
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ONE_SHOT = {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAttempts": 2}}
 
 
-def setup(api, receiver, policy=ONE_SHOT):
-    topic = api.post("/api/topics/", {"name": "ops"}, format="json").json()
-    subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
-                                                    "delivery_policy": policy}, format="json").json()
-    return topic, subscription
-
-
-def publish(api, topic, n):
-    return api.post(f"/api/topics/{topic['id']}/publish/", {"payload": n}, format="json").json()
 
 
 def dead_letter_all(api, receiver, run_worker, count=3):
     receiver.script = [Reply(status=500)]
-    topic, subscription = setup(api, receiver)
+    topic, subscription = subscribe(api, receiver, ONE_SHOT)
     for n in range(count):
         publish(api, topic, n)
     settle()
@@ -66,7 +57,7 @@ def test_redrive_window_selects_by_dead_letter_time(api, receiver, run_worker):
 
 def test_redrive_restarts_the_time_to_live(api, receiver, run_worker):
     receiver.script = [Reply(status=500)]
-    topic, subscription = setup(api, receiver, {"retrySchedule": {"delays": [5]},
+    topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [5]},
                                                 "retryLimits": {"maxAgeSeconds": 3}})
     publish(api, topic, 1)
     settle()
@@ -81,7 +72,7 @@ def test_redrive_restarts_the_time_to_live(api, receiver, run_worker):
 
 def test_recover_resends_dropped_and_dead_lettered_since_a_time(api, receiver, run_worker):
     receiver.script = [Reply(status=500)]
-    topic, subscription = setup(api, receiver, {**ONE_SHOT, "redrivePolicy": {"deadLetter": False}})
+    topic, subscription = subscribe(api, receiver, {**ONE_SHOT, "redrivePolicy": {"deadLetter": False}})
     for n in range(2):
         publish(api, topic, n)
     settle()
@@ -109,7 +100,7 @@ def test_retry_now_is_a_manual_attempt(api, receiver, run_worker):
 
 
 def test_paused_subscription_holds_deliveries_until_resumed(api, receiver, run_worker):
-    topic, subscription = setup(api, receiver)
+    topic, subscription = subscribe(api, receiver, ONE_SHOT)
     paused = api.post(f"/api/subscriptions/{subscription['id']}/pause/")
     assert paused.status_code == 200 and paused.json()["status"] == "paused"
     assert api.post(f"/api/subscriptions/{subscription['id']}/pause/").status_code == 409
@@ -126,7 +117,8 @@ def test_paused_subscription_holds_deliveries_until_resumed(api, receiver, run_w
 
 
 def test_paused_deliveries_keep_their_time_to_live(api, receiver, run_worker):
-    topic, subscription = setup(api, receiver, {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAgeSeconds": 1}})
+    topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [1]},
+                                                    "retryLimits": {"maxAgeSeconds": 1}})
     api.post(f"/api/subscriptions/{subscription['id']}/pause/")
     publish(api, topic, 1)
     Message.objects.update(published_at=timezone.now() - timedelta(seconds=2))
@@ -136,7 +128,8 @@ def test_paused_deliveries_keep_their_time_to_live(api, receiver, run_worker):
 
 def test_metrics_per_subscription_and_topic(api, receiver, run_worker):
     receiver.script = lambda request: Reply(status=500 if request.json()["data"] == 0 else 200)
-    topic, subscription = setup(api, receiver, {"retrySchedule": {"delays": [0.2]}, "retryLimits": {"maxAttempts": 2}})
+    topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [0.2]},
+                                                    "retryLimits": {"maxAttempts": 2}})
     for n in range(4):
         publish(api, topic, n)
     settle()
@@ -154,7 +147,7 @@ def test_metrics_per_subscription_and_topic(api, receiver, run_worker):
 
 def test_retention_purges_old_terminal_rows_in_batches(api, receiver, run_worker, settings, monkeypatch):
     monkeypatch.setattr(retention, "BATCH", 2)
-    topic, _ = setup(api, receiver)
+    topic, _ = subscribe(api, receiver, ONE_SHOT)
     for n in range(5):
         publish(api, topic, n)
     settle()

@@ -13,18 +13,11 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from delivery.models import Delivery, Message
 from subscriptions.models import Subscription
 from subscriptions.views import PublishRateThrottle
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, subprocess_env, subscribe
 from tests.receiver import Reply, parse_cloudevent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-def topic_and_subscription(api, receiver, **extra):
-    topic = api.post("/api/topics/", {"name": "secure"}, format="json").json()
-    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url, **extra},
-                       format="json")
-    assert created.status_code == 201, created.content
-    return topic, created.json()
 
 
 def echo_validation(request):
@@ -41,7 +34,7 @@ def confirmation_on(settings):
 
 def test_handshake_confirms_a_subscription_that_echoes_the_token(api, receiver, run_worker, confirmation_on):
     receiver.script = echo_validation
-    topic, subscription = topic_and_subscription(api, receiver)
+    topic, subscription = subscribe(api, receiver)
     assert subscription["status"] == "pending_confirmation"
     assert api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json").json()["deliveries"] == 0
 
@@ -58,7 +51,7 @@ def test_handshake_confirms_a_subscription_that_echoes_the_token(api, receiver, 
 
 def test_confirm_url_and_api_token_confirm(api, receiver, run_worker, confirmation_on, client):
     receiver.script = [Reply(status=200, body=b"{}")]  # answers, but does not echo the token
-    _, first = topic_and_subscription(api, receiver)
+    _, first = subscribe(api, receiver)
     run_worker()
     confirm_url = receiver.wait_for(1)[0].json()["data"]["confirm_url"]
     assert Subscription.objects.get(id=first["id"]).status == "pending_confirmation"
@@ -79,7 +72,7 @@ def test_confirm_url_and_api_token_confirm(api, receiver, run_worker, confirmati
 
 def test_expired_tokens_are_refused_and_can_be_resent(api, receiver, run_worker, confirmation_on, client):
     receiver.script = [Reply(body=b"{}")]
-    _, subscription = topic_and_subscription(api, receiver)
+    _, subscription = subscribe(api, receiver)
     run_worker()
     token = receiver.wait_for(1)[0].json()["data"]["token"]
     Subscription.objects.filter(id=subscription["id"]).update(
@@ -96,7 +89,7 @@ def test_expired_tokens_are_refused_and_can_be_resent(api, receiver, run_worker,
 
 
 def test_rotation_signs_with_both_secrets_for_24_hours(api, receiver, run_worker):
-    topic, subscription = topic_and_subscription(api, receiver)
+    topic, subscription = subscribe(api, receiver)
     old = subscription["secret"]
     rotated = api.post(f"/api/subscriptions/{subscription['id']}/rotate-secret/")
     assert rotated.status_code == 200
@@ -121,7 +114,7 @@ def test_rotation_signs_with_both_secrets_for_24_hours(api, receiver, run_worker
 
 
 def test_secrets_never_show_outside_create_and_rotate(api, receiver, admin_client):
-    _, subscription = topic_and_subscription(api, receiver)
+    _, subscription = subscribe(api, receiver)
     secret = subscription["secret"]
     rotated = api.post(f"/api/subscriptions/{subscription['id']}/rotate-secret/").json()["secret"]
     for text in [
@@ -133,7 +126,7 @@ def test_secrets_never_show_outside_create_and_rotate(api, receiver, admin_clien
 
 
 def test_idempotency_key_replays_within_24_hours(api, receiver):
-    topic, _ = topic_and_subscription(api, receiver)
+    topic, _ = subscribe(api, receiver)
     url = f"/api/topics/{topic['id']}/publish/"
     first = api.post(url, {"payload": {"a": 1}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1").json()
     again = api.post(url, {"payload": {"a": 1}}, format="json", HTTP_IDEMPOTENCY_KEY="order-1")
@@ -151,7 +144,7 @@ def test_idempotency_key_replays_within_24_hours(api, receiver):
 
 def test_publish_is_rate_limited_per_user(api, other_api, receiver, monkeypatch):
     monkeypatch.setattr(PublishRateThrottle, "rate", "2/min", raising=False)
-    topic, _ = topic_and_subscription(api, receiver)
+    topic, _ = subscribe(api, receiver)
     url = f"/api/topics/{topic['id']}/publish/"
     assert [api.post(url, {"payload": n}, format="json").status_code for n in range(3)] == [202, 202, 429]
     limited = api.post(url, {"payload": 9}, format="json")
@@ -163,7 +156,7 @@ def test_publish_is_rate_limited_per_user(api, other_api, receiver, monkeypatch)
 
 
 def test_redis_down_answers_503_and_writes_nothing(api, receiver, settings):
-    topic, _ = topic_and_subscription(api, receiver)
+    topic, _ = subscribe(api, receiver)
     dead = "redis://127.0.0.1:1/0"
     settings.RQ_QUEUES = {name: {"URL": dead} for name in ("deliveries", "retries")}
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": dead}}
