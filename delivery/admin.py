@@ -1,9 +1,9 @@
 import json
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.utils.html import format_html
 
-from subscriptions.errors import ApplicationError
+from subscriptions.admin import run_service
 
 from . import recovery
 from .models import Attempt, Delivery, Message
@@ -57,23 +57,13 @@ class DeliveryAdmin(ReadOnlyAdmin):
         return format_html('<a href="/admin/subscriptions/endpoint/{}/change/">{}</a> ({})', obj.endpoint_id,
                            obj.endpoint.url, obj.endpoint.state)
 
-    def _each(self, request, queryset, service, done: str):
-        count = 0
-        for delivery in queryset:
-            try:
-                service(delivery=delivery)
-                count += 1
-            except ApplicationError as exc:
-                self.message_user(request, f"Delivery {delivery.id}: {exc.message}", messages.WARNING)
-        self.message_user(request, done.format(count), messages.SUCCESS)
-
     @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
     def retry_now(self, request, queryset):
-        self._each(request, queryset, recovery.delivery_retry_now, "Queued {} deliveries for a manual attempt.")
+        run_service(self, request, queryset, recovery.delivery_retry_now, "Queued {} deliveries for a manual attempt.")
 
     @admin.action(description="Dead-letter selected pending deliveries (stop retrying)")
     def dead_letter(self, request, queryset):
-        self._each(request, queryset, recovery.delivery_dead_letter, "Dead-lettered {} deliveries.")
+        run_service(self, request, queryset, recovery.delivery_dead_letter, "Dead-lettered {} deliveries.")
 
 
 def preformatted(value) -> str:

@@ -18,6 +18,20 @@ def state_badge(state: str):
                        'border-radius:10px;font-weight:600">{}</span>', STATE_COLOURS.get(state, "#555"), state)
 
 
+def run_service(modeladmin, request, queryset, service, done: str, **kwargs) -> None:
+    """An admin action: call `service` once per selected object (as `<model>=obj`), report refusals, count the rest
+    (a service that returns a number, such as a redrive, counts that many)."""
+    count = 0
+    for obj in queryset:
+        try:
+            result = service(**{obj._meta.model_name: obj}, **kwargs)
+        except ApplicationError as exc:
+            modeladmin.message_user(request, f"{obj}: {exc.message}", messages.WARNING)
+            continue
+        count += result if isinstance(result, int) and not isinstance(result, bool) else 1
+    modeladmin.message_user(request, done.format(count), messages.SUCCESS)
+
+
 def schedule_table(policy):
     """The schedule a policy produces, as the admin shows it beside the policy field."""
     rows = policy.schedule()
@@ -102,27 +116,17 @@ class SubscriptionAdmin(admin.ModelAdmin):
         return format_html('<a href="/admin/delivery/delivery/?subscription__id__exact={}&status__exact='
                            'dead_lettered">{}</a>', obj.id, count)
 
-    def _each(self, request, queryset, service, done):
-        total = 0
-        for subscription in queryset:
-            try:
-                result = service(subscription=subscription)
-                total += result if isinstance(result, int) else 1
-            except ApplicationError as exc:
-                self.message_user(request, f"{subscription}: {exc.message}", messages.WARNING)
-        self.message_user(request, done.format(total), messages.SUCCESS)
-
     @admin.action(description="Redrive dead letters of selected subscriptions (fresh attempt budget)")
     def redrive(self, request, queryset):
-        self._each(request, queryset, recovery.subscription_redrive, "Redrove {} dead letter(s).")
+        run_service(self, request, queryset, recovery.subscription_redrive, "Redrove {} dead letter(s).")
 
     @admin.action(description="Pause selected subscriptions (hold deliveries)")
     def pause(self, request, queryset):
-        self._each(request, queryset, recovery.subscription_pause, "Paused {} subscription(s).")
+        run_service(self, request, queryset, recovery.subscription_pause, "Paused {} subscription(s).")
 
     @admin.action(description="Resume selected subscriptions (release held deliveries)")
     def resume(self, request, queryset):
-        self._each(request, queryset, recovery.subscription_resume, "Resumed {} subscription(s).")
+        run_service(self, request, queryset, recovery.subscription_resume, "Resumed {} subscription(s).")
 
 
 class TransitionInline(admin.TabularInline):
@@ -158,19 +162,14 @@ class EndpointAdmin(admin.ModelAdmin):
     def state_badge(self, obj):
         return state_badge(obj.state)
 
-    def _apply(self, request, queryset, service, verb):
-        for endpoint in queryset:
-            service(endpoint=endpoint, actor=request.user)
-        self.message_user(request, f"{verb} {queryset.count()} endpoint(s).", messages.SUCCESS)
-
     @admin.action(description="Enable (unfreeze) selected endpoints: reset counters, release held deliveries")
     def enable(self, request, queryset):
-        self._apply(request, queryset, health.endpoint_enable, "Enabled")
+        run_service(self, request, queryset, health.endpoint_enable, "Enabled {} endpoint(s).", actor=request.user)
 
     @admin.action(description="Disable selected endpoints (probe only)")
     def disable(self, request, queryset):
-        self._apply(request, queryset, health.endpoint_disable, "Disabled")
+        run_service(self, request, queryset, health.endpoint_disable, "Disabled {} endpoint(s).", actor=request.user)
 
     @admin.action(description="Freeze selected endpoints (send nothing)")
     def freeze(self, request, queryset):
-        self._apply(request, queryset, health.endpoint_freeze, "Froze")
+        run_service(self, request, queryset, health.endpoint_freeze, "Froze {} endpoint(s).", actor=request.user)
