@@ -1,24 +1,21 @@
-"""The attempt path: claim due deliveries, send them outside any transaction, record what happened.
+"""The attempt path: claim due deliveries, decide what may be sent, send outside any transaction, record.
 
-Claiming is atomic (pending and due → in_flight with a lease), so a duplicate job finds nothing to do. Sends run
-concurrently on a small per-process thread pool so one slow endpoint does not stall the batch; all database work
-stays on the job's thread.
+Sends run concurrently on a small per-process thread pool so one slow endpoint does not stall the batch; all
+database work stays on the job's thread. Claiming and writing back under a lease live in `leases.py`.
 """
 
-import math
 import random
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
 from subscriptions.models import Subscription
 
-from . import circuit, decisions, health, sender, throttle, wire
+from . import circuit, decisions, health, leases, sender, throttle, wire
 from .effective import subscription_policy
 from .models import Attempt, Delivery
 from .sender import EXCERPT_BYTES
@@ -32,47 +29,6 @@ def pool() -> ThreadPoolExecutor:
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=settings.HERALD_SENDER_THREADS, thread_name_prefix="herald-send")
     return _pool
-
-
-def claim(delivery_ids: list[int], now) -> list[Delivery]:
-    """Take the due, pending rows among `delivery_ids`; rows another job holds are skipped, not waited for.
-
-    Two round trips on PostgreSQL: load the candidates, then one UPDATE ... RETURNING (SKIP LOCKED).
-    """
-    candidates = list(
-        Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-        .select_related("message__topic", "subscription__topic", "endpoint")
-    )
-    if not candidates:
-        return []
-    rounds = math.ceil(len(candidates) / settings.HERALD_SENDER_THREADS)
-    longest = max(subscription_policy(d.subscription).timeout_seconds for d in candidates)
-    lease = now + timedelta(seconds=rounds * longest + settings.HERALD_LEASE_MARGIN_SECONDS)
-    locked = _lease([d.id for d in candidates], now, lease)
-    claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)
-    for delivery in claimed:
-        delivery.status, delivery.lease_until, delivery.queued = Delivery.Status.IN_FLIGHT, lease, False
-    return claimed
-
-
-def _lease(ids: list[int], now, lease) -> set[int]:
-    """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the ids this call won."""
-    pending, due = Delivery.Status.PENDING, Q(next_attempt_at__lte=now)
-    if connection.vendor == "postgresql":  # one round trip
-        table = Delivery._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""UPDATE {table} SET status = %s, lease_until = %s, queued = false
-                    WHERE id IN (SELECT id FROM {table} WHERE id = ANY(%s) AND status = %s AND next_attempt_at <= %s
-                                 FOR UPDATE SKIP LOCKED)
-                    RETURNING id""",
-                [Delivery.Status.IN_FLIGHT, lease, ids, pending, now],
-            )
-            return {row[0] for row in cursor.fetchall()}
-    with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
-        won = set(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
-        Delivery.objects.filter(id__in=won).update(status=Delivery.Status.IN_FLIGHT, lease_until=lease, queued=False)
-    return won
 
 
 def envelope(delivery: Delivery, policy) -> wire.Envelope:
@@ -188,7 +144,7 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
 
     with transaction.atomic():
         Attempt.objects.bulk_create(attempts)
-        write_back(claimed, updates)
+        leases.write_back(claimed, updates)
     now = timezone.now()
     for endpoint_id, seen in by_endpoint.items():
         health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
@@ -198,41 +154,10 @@ def record(claimed: list[Delivery], results: list, updates: dict, queue_name: st
         wake_dispatcher()
 
 
-def write_back(claimed: list[Delivery], updates: dict) -> None:
-    """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
-    expired may have moved on; it is left be). One statement on PostgreSQL; runs in the caller's transaction."""
-    leases = {d.id: d.lease_until for d in claimed}
-    if connection.vendor != "postgresql":
-        for delivery_id, changes in updates.items():
-            Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
-                                    lease_until=leases[delivery_id]).update(**changes)
-        return
-    names = sorted({name for changes in updates.values() for name in changes})
-    fields = [Delivery._meta.get_field(name) for name in names]
-    by_id = {d.id: d for d in claimed}
-    rows, params = [], []
-    for delivery_id, changes in updates.items():
-        current = by_id[delivery_id]
-        values = [changes[f.name] if f.name in changes else getattr(current, f.attname) for f in fields]
-        rows.append("(" + ", ".join(["%s::bigint", "%s::timestamptz"] + [f"%s::{f.db_type(connection)}"
-                                                                           for f in fields]) + ")")
-        params += [delivery_id, leases[delivery_id]] + [f.get_db_prep_save(v, connection)
-                                                        for f, v in zip(fields, values, strict=True)]
-    table = Delivery._meta.db_table
-    assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
-    columns = ", ".join(["id", "lease"] + [f.column for f in fields])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS d SET {assignments} FROM (VALUES {', '.join(rows)}) AS v({columns}) "
-            f"WHERE d.id = v.id AND d.status = %s AND d.lease_until = v.lease",
-            params + [Delivery.Status.IN_FLIGHT],
-        )
-
-
 def process(delivery_ids: list[int], queue_name: str) -> int:
     """Attempt every claimable delivery in `delivery_ids`; returns how many were sent."""
     now = timezone.now()
-    claimed = claim(delivery_ids, now)
+    claimed = leases.claim(delivery_ids, now)
     if not claimed:
         return 0
     updates: dict[int, dict] = {}
