@@ -92,7 +92,14 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"])
     for key, value in changes.items():
         setattr(subscription, key, value)
-    subscription.save()
+    with transaction.atomic():
+        subscription.save()
+        if "endpoint" in changes:
+            # Retries and held deliveries follow the subscription to its new URL (and its health record).
+            from delivery.models import Delivery
+
+            Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING).update(
+                endpoint=changes["endpoint"])
     return subscription
 
 

@@ -217,3 +217,13 @@ def test_private_addresses_are_refused_at_subscribe_time(api, settings, url):
     assert response.status_code == 400
     assert "webhooks may not be sent there" in response.json()["endpoint"][0]
     assert Subscription.objects.count() == 0
+
+
+def test_changing_the_url_moves_pending_deliveries_with_it(api):
+    topic = create_topic(api)
+    subscription = create_subscription(api, topic["id"], url="http://127.0.0.1:9/old")
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    moved = api.patch(f"/api/subscriptions/{subscription['id']}/", {"endpoint": "http://127.0.0.1:9/new"},
+                      format="json").json()
+    assert moved["endpoint"] == "http://127.0.0.1:9/new" and moved["endpoint_id"] != subscription["endpoint_id"]
+    assert Delivery.objects.get().endpoint_id == moved["endpoint_id"]
