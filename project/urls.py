@@ -4,10 +4,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from delivery.dashboard import dashboard
+from delivery.prometheus import metrics
 
 urlpatterns = [
     path("admin/rq/", include("django_rq.urls")),
     path("admin/dashboard/", dashboard, name="herald-dashboard"),
+    path("metrics", metrics, name="prometheus-metrics"),
     path("admin/", admin.site.urls),
     path("api/", include("subscriptions.urls")),
     path("api/", include("delivery.urls")),
