@@ -163,3 +163,4 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05):
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.db import connections
 from playwright.sync_api import expect, sync_playwright
 
 from delivery.models import Delivery
@@ -35,6 +36,8 @@ def browser_page(monkeypatch):
         page.set_default_timeout(20_000)
         yield page
         browser.close()
+        # ORM calls made while Playwright's loop runs get their own connection; close it before the database goes.
+        connections.close_all()
 
 
 def shot(page, name):
