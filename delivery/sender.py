@@ -8,6 +8,7 @@ import requests
 from django.conf import settings
 from urllib3.exceptions import NameResolutionError
 
+from . import deadlines
 from .ssrf import BlockedAddress, GuardedAdapter, parse_networks
 from .wire import OutgoingRequest
 
@@ -84,20 +85,27 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
     def elapsed() -> int:
         return int((time.monotonic() - started) * 1000)
 
-    try:
-        response = session().post(
-            request.url,
-            data=request.body,
-            headers=request.headers,
-            timeout=(min(timeout, CONNECT_TIMEOUT_CAP), timeout),
-            allow_redirects=False,
-            stream=True,
-        )
-        with response:
-            excerpt = read_excerpt(response)
-    except Exception as exc:  # the sender never raises: every failure becomes a result
-        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class=classify_exception(exc),
-                          error_detail=f"{type(exc).__name__}: {exc}"[:1024])
+    with deadlines.deadline(timeout) as deadline_passed:
+        try:
+            response = session().post(
+                request.url,
+                data=request.body,
+                headers=request.headers,
+                timeout=(min(timeout, CONNECT_TIMEOUT_CAP), timeout),
+                allow_redirects=False,
+                stream=True,
+            )
+            with response:
+                excerpt = read_excerpt(response)
+        except Exception as exc:  # the sender never raises: every failure becomes a result
+            if not deadline_passed():
+                return SendResult(status=None, duration_ms=elapsed(), started_at=began,
+                                  error_class=classify_exception(exc),
+                                  error_detail=f"{type(exc).__name__}: {exc}"[:1024])
+    if deadline_passed():
+        # Cut off mid-answer: whatever was parsed (an EOF can even end the headers early) is not an answer.
+        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class="timeout",
+                          error_detail=f"no complete answer within {timeout:g} s")
     status = response.status_code
     if 200 <= status < 300:
         error_class = ""

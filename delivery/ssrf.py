@@ -17,6 +17,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from .deadlines import POOL_CLASSES
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 EXTRA_BLOCKED = tuple(ipaddress.ip_network(cidr) for cidr in (
     "100.64.0.0/10",  # shared address space (carrier-grade NAT); also Alibaba's metadata service
@@ -100,6 +102,10 @@ class GuardedAdapter(HTTPAdapter):
     def __init__(self, allowed_networks, **kwargs):
         self.allowed_networks = allowed_networks  # a callable returning parsed networks, read per request
         super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(POOL_CLASSES)  # connections the deadline watchdog can cut
 
     def build_connection_pool_key_attributes(self, request, verify, cert=None):
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)

@@ -1,6 +1,10 @@
 """The sender against real local servers: it returns values, never raises, never follows redirects."""
 
 import socket
+import threading
+import time
+
+import pytest
 
 from delivery.sender import EXCERPT_BYTES, send
 from delivery.wire import OutgoingRequest
@@ -55,3 +59,55 @@ def test_unresolvable_host_is_a_dns_error():
 def test_body_excerpt_is_capped(receiver):
     receiver.script = [Reply(status=500, body=b"x" * 20000)]
     assert len(post(receiver.url).body_excerpt) == EXCERPT_BYTES
+
+
+@pytest.fixture
+def dripping_server():
+    """A raw server that answers a byte at a time, each well within a read timeout, never finishing in time."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+    mode = {"what": "headers"}
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                head = b"HTTP/1.1 200 OK\r\n"
+                if mode["what"] == "body":
+                    head += b"Content-Length: 100\r\n\r\n"
+                    conn.sendall(head)
+                    trickle = b"x" * 100
+                else:
+                    trickle = b"X-Slow: " + b"y" * 100
+                    conn.sendall(head)
+                for byte in trickle:
+                    if stop.wait(0.3):
+                        return
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:
+                        break
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/hook", mode
+    stop.set()
+    listener.close()
+
+
+@pytest.mark.parametrize("what", ["headers", "body"])
+def test_a_dripping_answer_is_cut_off_at_the_timeout(dripping_server, what):
+    url, mode = dripping_server
+    mode["what"] = what
+    started = time.monotonic()
+    result = post(url, timeout=1)
+    took = time.monotonic() - started
+    assert (result.status, result.error_class) == (None, "timeout"), result
+    assert 1.0 <= took < 2.0, took
+    assert "within 1 s" in result.error_detail
