@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench install install-dev clean receiver
+.PHONY: run test lint bench bench-publish install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/throughput.py $(BENCH_ARGS)
+
+bench-publish: install-dev
+	$(BIN)/python tests/stack.py -- $(BIN)/python bench/publish_latency.py
 
 clean:
 	rm -rf $(VENV) herald.sqlite3 .run staticfiles

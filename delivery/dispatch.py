@@ -20,6 +20,7 @@ from django.utils import timezone
 from rq.job import Job
 
 from .effective import subscription_policy
+from .fanout import requeue_lost_fan_outs
 from .health import schedule_probes
 from .models import Delivery
 from .queues import DELIVERIES, RETRIES, enqueue_after_commit
@@ -132,7 +133,8 @@ def expire_held(now=None) -> int:
 
 def reconcile(now=None) -> dict:
     return {"leases": release_expired_leases(now), "lost_jobs": requeue_lost_jobs(now),
-            "expired_held": expire_held(now), "probes": schedule_probes(now)}
+            "lost_fan_outs": requeue_lost_fan_outs(now), "expired_held": expire_held(now),
+            "probes": schedule_probes(now)}
 
 
 def sleep_until_due(max_seconds: float) -> None:

@@ -12,3 +12,9 @@ def send_confirmation(subscription_id: int, token: str) -> str:
     from .confirmation import send_confirmation_request
 
     return send_confirmation_request(subscription_id, token)
+
+
+def fan_out(message_id: str) -> int:
+    from .fanout import fan_out as create_deliveries
+
+    return create_deliveries(message_id)

@@ -19,10 +19,15 @@ class Message(models.Model):
     published_at = models.DateTimeField(db_index=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 (NULL = no key; unique when set)
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    fanout_pending = models.BooleanField(default=False, help_text="Its deliveries are still being created by a "
+                                                                  "fan-out job (large topics).")
 
     class Meta:
         ordering = ["-published_at"]
-        indexes = [models.Index(fields=["topic", "-published_at"], name="message_topic_published")]
+        indexes = [
+            models.Index(fields=["topic", "-published_at"], name="message_topic_published"),
+            models.Index(fields=["published_at"], condition=Q(fanout_pending=True), name="message_fanout_pending"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["topic", "idempotency_key"],

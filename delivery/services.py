@@ -1,16 +1,18 @@
-"""Publishing: store the message and its deliveries in one transaction, queue the first attempts after commit."""
+"""Publishing: store the message and its deliveries in one transaction (or, for a large topic, hand the deliveries
+to a fan-out job), and queue the first attempts after commit."""
 
 import hashlib
 import json
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from subscriptions.errors import ApplicationError
-from subscriptions.models import Subscription, Topic
+from subscriptions.models import Topic
 
-from .filtering import matches
+from . import fanout
 from .models import Delivery, Message
 from .queues import DELIVERIES, enqueue_after_commit
 
@@ -42,25 +44,17 @@ def message_publish(
             Message.objects.filter(id=existing.id).update(idempotency_key=None)
     try:
         with transaction.atomic():
+            chosen = fanout.targets(topic.id, attributes)
+            large = len(chosen) > settings.HERALD_INLINE_FANOUT
             message = Message.objects.create(
                 topic=topic, payload=payload, payload_is_text=payload_is_text, event_type=event_type,
                 subject=subject, attributes=attributes, published_at=timezone.now(),
-                idempotency_key=idempotency_key or None, request_fingerprint=digest,
+                idempotency_key=idempotency_key or None, request_fingerprint=digest, fanout_pending=large,
             )
-            subscriptions = [
-                s for s in Subscription.objects.filter(topic=topic, status__in=[
-                    Subscription.Status.CONFIRMED, Subscription.Status.PAUSED])
-                if matches(s.filter_policy, attributes)
-            ]
-            deliveries = Delivery.objects.bulk_create(
-                [
-                    Delivery(message=message, subscription=s, endpoint_id=s.endpoint_id,
-                             # a paused subscription's deliveries are held (no due time) until it resumes
-                             next_attempt_at=None if s.status == Subscription.Status.PAUSED else message.published_at)
-                    for s in subscriptions
-                ],
-                batch_size=1000,
-            )
+            if large:  # answer now; a job writes the deliveries
+                transaction.on_commit(lambda: fanout.enqueue_fan_out(message.id))
+                return message, len(chosen), True
+            deliveries = Delivery.objects.bulk_create(fanout.build(message, chosen), batch_size=1000)
             enqueue_after_commit([d.id for d in deliveries if d.next_attempt_at is not None], DELIVERIES,
                                  batch_under_backlog=True)
     except IntegrityError:
@@ -74,4 +68,6 @@ def message_publish(
 def _replay(existing: Message, digest: str):
     if existing.request_fingerprint != digest:
         raise ApplicationError("This Idempotency-Key was already used with a different request.", status_code=409)
-    return existing, existing.deliveries.count(), False
+    pending = existing.fanout_pending
+    count = len(fanout.targets(existing.topic_id, existing.attributes)) if pending else existing.deliveries.count()
+    return existing, count, False

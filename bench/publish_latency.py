@@ -1,0 +1,61 @@
+"""Publish latency by fan-out size: how long `POST /publish` work takes for topics with many subscriptions.
+
+    make bench-publish      (throwaway PostgreSQL + Redis)
+
+Above HERALD_INLINE_FANOUT matching subscriptions (500) publishing stores only the message and hands the
+deliveries to a fan-out job, so the answer does not grow with the topic.
+"""
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django  # noqa: E402
+
+django.setup()
+
+import django_rq  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from delivery.models import Delivery, Message  # noqa: E402
+from delivery.services import message_publish  # noqa: E402
+from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402
+
+SIZES = (1, 100, 500, 501, 1000, 10000)
+ROUNDS = 5
+
+
+def main():
+    call_command("migrate", verbosity=0)
+    django_rq.get_connection("deliveries").flushdb()
+    user, _ = get_user_model().objects.get_or_create(username="bench-publish")
+    print(f"inline fan-out limit: {os.environ.get('HERALD_INLINE_FANOUT', 500)}; median of {ROUNDS} publishes")
+    for size in SIZES:
+        Delivery.objects.all().delete()
+        Message.objects.all().delete()
+        Topic.objects.filter(owner=user).delete()
+        Endpoint.objects.filter(owner=user).delete()
+        topic = Topic.objects.create(owner=user, name=f"t{size}")
+        endpoints = Endpoint.objects.bulk_create(
+            [Endpoint(owner=user, url=f"http://127.0.0.1:9/{size}/{n}") for n in range(size)])
+        Subscription.objects.bulk_create([Subscription(topic=topic, endpoint=e, status="confirmed")
+                                          for e in endpoints])
+        timings = []
+        for _ in range(ROUNDS):
+            started = time.perf_counter()
+            _, count, _ = message_publish(topic=topic, payload={"n": 1})
+            timings.append((time.perf_counter() - started) * 1000)
+        mode = "fan-out job" if Message.objects.filter(fanout_pending=True).exists() else "inline"
+        print(f"{size:6d} subscriptions: {statistics.median(timings):8.1f} ms  ({mode}, {count} deliveries)")
+
+
+if __name__ == "__main__":
+    main()
