@@ -157,7 +157,9 @@ RQ_QUEUES = {
     "deliveries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
     "retries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
 }
-RQ = {"COMMIT_MODE": "on_db_commit"}
+# Non-forking workers keep the database connection, HTTP keep-alive pools and parsed policies across jobs
+# (docs/architecture.md); `manage.py rqworker deliveries retries` uses it without further flags.
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "rq.worker.SimpleWorker"}
 # The cache backs the API's rate limits, so it is shared by every web process: Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                       "KEY_PREFIX": "herald", "TIMEOUT": 300}}

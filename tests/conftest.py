@@ -132,7 +132,7 @@ class Processes:
         return process
 
     def worker(self, **env) -> subprocess.Popen:
-        return self.start("rqworker", "--worker-class", "rq.worker.SimpleWorker", "deliveries", "retries", **env)
+        return self.start("rqworker", "deliveries", "retries", **env)  # SimpleWorker, from settings
 
     def cron(self, **env) -> subprocess.Popen:
         return self.start("herald_cron", **env)

@@ -97,3 +97,23 @@ def test_held_delivery_past_its_time_to_live_is_dead_lettered_without_sending(ap
     assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == ("dead_lettered",
                                                                                        "ttl_expired", 0)
     assert receiver.requests == []
+
+
+def test_two_schedulers_never_double_send_or_send_early(api, receiver, processes):
+    receiver.script = lambda request: Reply(status=500 if request.headers["herald-attempt"] == "1" else 200)
+    topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": [1]}, "retryLimits": {"maxAttempts": 3}})
+    processes.worker()
+    processes.cron()
+    processes.cron()
+    for n in range(10):
+        publish(api, topic, n)
+
+    requests = receiver.wait_for(20, timeout=30)
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 10)
+
+    time.sleep(1)
+    assert len(receiver.requests) == 20  # one failure and one success per message, nothing twice
+    by_message = {}
+    for request in requests:
+        by_message.setdefault(request.headers["webhook-id"], []).append(request.at)
+    assert all(len(times) == 2 and times[1] - times[0] >= 1.0 for times in by_message.values())
