@@ -66,7 +66,9 @@ def _track(conn) -> None:
         entry["conn"] = conn
 
 
-class DeadlineHTTPConnection(HTTPConnection):
+class TrackedConnection:
+    """Tells the watchdog which connection the current thread is using (new or reused from the pool)."""
+
     def connect(self):
         _track(self)
         super().connect()
@@ -76,14 +78,12 @@ class DeadlineHTTPConnection(HTTPConnection):
         return super().request(*args, **kwargs)
 
 
-class DeadlineHTTPSConnection(HTTPSConnection):
-    def connect(self):
-        _track(self)
-        super().connect()
+class DeadlineHTTPConnection(TrackedConnection, HTTPConnection):
+    pass
 
-    def request(self, *args, **kwargs):
-        _track(self)
-        return super().request(*args, **kwargs)
+
+class DeadlineHTTPSConnection(TrackedConnection, HTTPSConnection):
+    pass
 
 
 class DeadlineHTTPConnectionPool(HTTPConnectionPool):
