@@ -9,15 +9,17 @@ Both are safe to run from several schedulers at once: rows are taken with SKIP L
 
 import logging
 import time
-from collections import defaultdict
 from datetime import timedelta
 
 import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rq.job import Job
+
+from subscriptions.models import Subscription
 
 from .effective import subscription_policy
 from .fanout import requeue_lost_fan_outs
@@ -112,22 +114,26 @@ def requeue_lost_jobs(now=None) -> int:
 
 def expire_held(now=None) -> int:
     """Held deliveries (paused subscription, disabled or frozen endpoint) keep their time-to-live: past their
-    policy's lifetime they are dead-lettered without being sent."""
+    policy's lifetime they are dead-lettered (or dropped) without being sent.
+
+    The lifetime belongs to the subscription's policy, so this is one set-based update per subscription that holds
+    deliveries, whatever the backlog."""
     now = now or timezone.now()
-    expired = defaultdict(list)  # (status, reason) -> ids
-    held = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True)
-            .select_related("message", "subscription__topic", "endpoint").order_by("id")[:BATCH * 5])
-    for delivery in held:
-        policy = subscription_policy(delivery.subscription)
-        if now > delivery.budget_start + timedelta(seconds=policy.lifetime_seconds):
-            reason = "endpoint_frozen" if delivery.endpoint.state == "frozen" else "ttl_expired"
-            status = Delivery.Status.DEAD_LETTERED if policy.dead_letter else Delivery.Status.DROPPED
-            expired[status, reason].append(delivery.id)
+    held = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True)
     total = 0
-    for (status, reason), ids in expired.items():
-        total += Delivery.objects.filter(id__in=ids, status=Delivery.Status.PENDING,
-                                         next_attempt_at__isnull=True).update(
-            status=status, dead_letter_reason=reason, queued=False, finished_at=now)
+    for subscription in Subscription.objects.filter(
+            id__in=held.values("subscription_id").distinct()).select_related("topic"):
+        policy = subscription_policy(subscription)
+        cutoff = now - timedelta(seconds=policy.lifetime_seconds)
+        status = Delivery.Status.DEAD_LETTERED if policy.dead_letter else Delivery.Status.DROPPED
+        expired = (held.filter(subscription=subscription)
+                   .annotate(budget_from=Coalesce("budget_started_at", "message__published_at"))
+                   .filter(budget_from__lt=cutoff))
+        for reason, frozen in (("endpoint_frozen", True), ("ttl_expired", False)):
+            ids = expired.filter(endpoint__state="frozen") if frozen else expired.exclude(endpoint__state="frozen")
+            total += Delivery.objects.filter(id__in=ids.values("id"), status=Delivery.Status.PENDING,
+                                             next_attempt_at__isnull=True).update(
+                status=status, dead_letter_reason=reason, queued=False, finished_at=now)
     return total
 
 

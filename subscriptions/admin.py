@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Count, Q
 from django.utils.html import format_html, format_html_join
 
 from delivery import health, recovery
@@ -108,9 +109,13 @@ class SubscriptionAdmin(admin.ModelAdmin):
         except PolicyError as exc:
             return f"invalid policy: {exc}"
 
-    @admin.display(description="dead letters")
+    def get_queryset(self, request):
+        dead = Count("deliveries", filter=Q(deliveries__status="dead_lettered"))
+        return super().get_queryset(request).annotate(dead_letter_count=dead)
+
+    @admin.display(description="dead letters", ordering="dead_letter_count")
     def dead_letters(self, obj):
-        count = obj.deliveries.filter(status="dead_lettered").count()
+        count = obj.dead_letter_count
         if not count:
             return 0
         return format_html('<a href="/admin/delivery/delivery/?subscription__id__exact={}&status__exact='

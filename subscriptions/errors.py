@@ -25,19 +25,11 @@ class ApplicationError(Exception):
         return {"detail": self.message, **self.extra}
 
 
-class ServiceUnavailable(ApplicationError):
-    def __init__(self, message: str = "A backing service is unavailable; nothing was changed. Try again shortly."):
-        super().__init__(message, status_code=503)
-
-
 def api_exception_handler(exc, context):
     from delivery.policy import PolicyError  # late: keeps this module importable without the delivery app
 
     if isinstance(exc, ApplicationError):
-        response = Response(exc.as_payload(), status=exc.status_code)
-        if exc.status_code == 503:
-            response["Retry-After"] = "5"
-        return response
+        return Response(exc.as_payload(), status=exc.status_code)
     if isinstance(exc, PolicyError):
         return Response({"delivery_policy": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

@@ -109,11 +109,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_serializer_class(self):
-        if self.action == "create":
-            return SubscriptionSerializer
-        if self.action == "partial_update":
-            return SubscriptionUpdateSerializer
-        return SubscriptionSerializer
+        return SubscriptionUpdateSerializer if self.action == "partial_update" else SubscriptionSerializer
 
     @extend_schema(responses={201: SubscriptionCreatedSerializer})
     def create(self, request, *args, **kwargs):
