@@ -1,27 +1,34 @@
 """The attempt path: claim due deliveries, decide what may be sent, send outside any transaction, record.
 
 Sends run concurrently on a small per-process thread pool so one slow endpoint does not stall the batch; all
-database work stays on the job's thread. Claiming and writing back under a lease live in `leases.py`.
+database work stays on the job's thread. Claiming and writing back under a lease live in `leases.py`, recording
+in `recording.py`.
+
+A failure is contained to what it concerns: a row that cannot be prepared gets an `internal` attempt (it counts,
+so its retry limits end it); a job that fails as a whole settles what it claimed before it ends (what was sent is
+recorded, the rest is due again shortly), so no row waits for its lease to run out.
 """
 
-import random
+import logging
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from subscriptions.models import Subscription
 
-from . import circuit, decisions, health, leases, sender, throttle, wire
-from .effective import subscription_policy
+from . import circuit, decisions, health, leases, recording, sender, throttle, transitions, wire
+from .effective import policy_for, subscription_policy
 from .models import Attempt, Delivery
-from .sender import EXCERPT_BYTES
+from .recording import Tried
+from .sender import SendResult
 
+log = logging.getLogger(__name__)
+RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
 _pool: ThreadPoolExecutor | None = None
-_rng = random.SystemRandom()
 
 
 def pool() -> ThreadPoolExecutor:
@@ -50,29 +57,6 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
     )
 
 
-def apply(delivery: Delivery, decision: decisions.Decision, *, now, attempted: bool) -> dict:
-    """Field changes for a delivery after a decision."""
-    changes = {"lease_until": None}
-    if attempted:
-        changes.update(attempt_count=delivery.attempt_count + 1, last_attempt_at=now)
-        if delivery.first_attempt_at is None:
-            changes["first_attempt_at"] = now
-    if decision.action == decisions.SUCCEED:
-        changes.update(status=Delivery.Status.SUCCEEDED, delivered_at=now, next_attempt_at=None, finished_at=now)
-    elif decision.action == decisions.RETRY:
-        changes.update(status=Delivery.Status.PENDING, next_attempt_at=decision.next_attempt_at, queued=False)
-    else:
-        status = Delivery.Status.DEAD_LETTERED if decision.action == decisions.DEAD_LETTER else Delivery.Status.DROPPED
-        changes.update(status=status, dead_letter_reason=decision.reason, next_attempt_at=None, finished_at=now)
-    return changes
-
-
-def hold(delivery: Delivery) -> dict:
-    """Not attempted now (subscription paused or unconfirmed, endpoint disabled or frozen): back to pending, parked
-    (no due time) until released; the time-to-live still runs (see dispatch.expire_held)."""
-    return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": None, "queued": False}
-
-
 def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
     """Endpoint health decides: active sends; disabled sends one probe per interval and holds the rest; frozen
     holds everything. Holding spends no attempt."""
@@ -89,7 +73,7 @@ def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
                 allowed.append((delivery, policy))
                 probes.add(delivery.id)
                 continue
-        updates[delivery.id] = hold(delivery)
+        updates[delivery.id] = transitions.held()
     return allowed, probes
 
 
@@ -107,51 +91,53 @@ def throttled(ready: list, updates: dict, now) -> list:
         granted, wait = throttle.acquire(subscription_id, rate, len(items), token=f"{items[0][0].id}:{now.timestamp()}")
         allowed.extend(items[:granted])
         for delivery, _ in items[granted:]:
-            updates[delivery.id] = defer(now + timedelta(seconds=max(wait, 0.001)))
+            updates[delivery.id] = transitions.deferred(now + timedelta(seconds=max(wait, 0.001)))
     return allowed
 
 
-def defer(until) -> dict:
-    """Not attempted now (throttled): due again at `until`, through the dispatcher. The attempt count stays."""
-    return {"status": Delivery.Status.PENDING, "lease_until": None, "next_attempt_at": until, "queued": False}
+def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
+    """A try that failed inside Herald before anything was sent. It counts, so the policy's limits end it."""
+    result = SendResult(status=None, duration_ms=0, started_at=time.time(), error_class=Attempt.ErrorClass.INTERNAL,
+                        error_detail=f"{type(exc).__name__}: {exc}"[:1024])
+    return Tried(delivery, policy, delivery.attempt_count + 1, None, result, queue_name)
 
 
-def record(claimed: list[Delivery], results: list, updates: dict, queue_name: str, probes: set[int]) -> None:
-    """Decide after each send, then write attempts, deliveries and endpoint counters in one short transaction."""
-    attempts, by_endpoint = [], defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
-    for (delivery, policy, number, request), result in results:
-        started = datetime.fromtimestamp(result.started_at, tz=UTC)
-        finished = started + timedelta(milliseconds=result.duration_ms)
-        outcome = decisions.Outcome(
-            status=result.status, error_class=result.error_class,
-            retry_after=decisions.parse_retry_after(result.headers.get("Retry-After"), finished),
-        )
-        decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
-                                    published_at=delivery.budget_start, now=finished, rng=_rng, outcome=outcome)
-        updates[delivery.id] = apply(delivery, decision, now=finished, attempted=True)
-        attempts.append(Attempt(
-            delivery_id=delivery.id, number=number, queue="probe" if delivery.id in probes else queue_name,
-            started_at=started, duration_ms=result.duration_ms, request_url=request.url,
-            request_headers=request.headers, request_body=request.body[:EXCERPT_BYTES].decode("utf-8", "replace"),
-            response_status=result.status, response_headers=result.headers,
-            response_body=result.body_excerpt.replace("\x00", ""), error_class=result.error_class,
-            error_detail=result.error_detail, outcome=decision.attempt_outcome,
-        ))
-        endpoint = by_endpoint[delivery.endpoint_id]
-        endpoint["outcomes"].append(result.ok)
-        endpoint["gone"] |= decision.freeze_endpoint
-        endpoint["probe"] |= delivery.id in probes
+def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_name: str, now) -> list:
+    """(delivery, policy) of each claimed row that is to be sent now; the others get their changes in `updates`
+    (held, expired) or, when preparing them failed, a try in `failed`."""
+    ready = []
+    for delivery in claimed:
+        try:
+            policy = subscription_policy(delivery.subscription)
+        except Exception as exc:  # a stored policy that no longer parses: the system default decides
+            log.exception("delivery %s: its policy could not be read", delivery.id)
+            failed.append(internal_failure(delivery, policy_for(None, None), exc, queue_name))
+            continue
+        if delivery.subscription.status != Subscription.Status.CONFIRMED:
+            updates[delivery.id] = transitions.held()
+            continue
+        expires = policy.max_age_seconds
+        if expires is not None and now > delivery.budget_start + timedelta(seconds=expires):
+            updates[delivery.id] = transitions.decided(decisions.give_up(policy, "ttl_expired", "retryable_failure"),
+                                                       now=now)
+            continue
+        ready.append((delivery, policy))
+    return ready
 
-    with transaction.atomic():
-        Attempt.objects.bulk_create(attempts)
-        leases.write_back(claimed, updates)
-    now = timezone.now()
-    for endpoint_id, seen in by_endpoint.items():
-        health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
-    if any(c.get("status") == Delivery.Status.PENDING and c.get("next_attempt_at") for c in updates.values()):
-        from .dispatch import wake_dispatcher
 
-        wake_dispatcher()
+def build(ready: list, failed: list[Tried], queue_name: str) -> list:
+    """(delivery, policy, number, request) to send; a row whose request cannot be built fails alone."""
+    built = []
+    for delivery, policy in ready:
+        number = delivery.attempt_count + 1
+        try:
+            request = wire.build_request(envelope(delivery, policy), attempt_number=number, now=timezone.now())
+        except Exception as exc:
+            log.exception("delivery %s: its request could not be built", delivery.id)
+            failed.append(internal_failure(delivery, policy, exc, queue_name))
+            continue
+        built.append((delivery, policy, number, request))
+    return built
 
 
 def process(delivery_ids: list[int], queue_name: str) -> int:
@@ -161,27 +147,33 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
     if not claimed:
         return 0
     updates: dict[int, dict] = {}
-    to_send = []
-    for delivery in claimed:
-        policy = subscription_policy(delivery.subscription)
-        if delivery.subscription.status != Subscription.Status.CONFIRMED:
-            updates[delivery.id] = hold(delivery)
-            continue
-        expires = policy.max_age_seconds
-        if expires is not None and now > delivery.budget_start + timedelta(seconds=expires):
-            expired = decisions.give_up(policy, "ttl_expired", "retryable_failure")
-            updates[delivery.id] = apply(delivery, expired, now=now, attempted=False)
-            continue
-        to_send.append((delivery, policy))
-    to_send, probes = gated(to_send, updates, now)
-    to_send = throttled(to_send, updates, now)
-    to_send = [(delivery, policy, delivery.attempt_count + 1,
-                wire.build_request(envelope(delivery, policy), attempt_number=delivery.attempt_count + 1,
-                                   now=timezone.now()))
-               for delivery, policy in to_send]
+    tries: list[Tried] = []
+    probes: set[int] = set()
+    try:
+        ready = prepare(claimed, updates, tries, queue_name, now)
+        ready, probes = gated(ready, updates, now)
+        ready = throttled(ready, updates, now)
+        to_send = build(ready, tries, queue_name)
+        futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
+                   for _, policy, _, request in to_send]
+        for (delivery, policy, number, request), future in zip(to_send, futures, strict=True):
+            queue = Attempt.Queue.PROBE if delivery.id in probes else queue_name
+            tries.append(Tried(delivery, policy, number, request, future.result(), queue))
+        recording.record(claimed, tries, updates, probes)
+    except Exception:
+        log.exception("a delivery job failed; settling the %d deliveries it claimed", len(claimed))
+        settle(claimed, tries)
+        raise
+    return sum(1 for tried in tries if tried.request is not None)
 
-    futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
-               for _, policy, _, request in to_send]
-    results = [(item, future.result()) for item, future in zip(to_send, futures, strict=True)]
-    record(claimed, results, updates, queue_name, probes)
-    return len(to_send)
+
+def settle(claimed: list[Delivery], tries: list[Tried]) -> None:
+    """After a failed job: what was tried is recorded (each row alone); the rest is due again shortly. Rows whose
+    lease is no longer ours, or that were recorded already, are left as they are."""
+    due = timezone.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)
+    changes, attempts, _ = recording.outcomes(tries)
+    untried = {delivery.id: transitions.deferred(due) for delivery in claimed if delivery.id not in changes}
+    try:
+        recording.record_one_by_one(claimed, {**untried, **changes}, attempts)
+    except Exception:  # the database is gone too: the leases run out and the reconciler counts the tries
+        log.exception("could not settle the claimed deliveries; their leases will expire")

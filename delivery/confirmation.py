@@ -8,7 +8,6 @@ confirmed by a 2xx answer carrying {"validationResponse": token} (Event Grid's h
 import hashlib
 import json
 import logging
-import secrets
 import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -17,6 +16,7 @@ import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from subscriptions.errors import ApplicationError
 from subscriptions.models import Subscription
@@ -36,15 +36,23 @@ def confirm_url(token: str) -> str:
     return f"{settings.HERALD_PUBLIC_URL.rstrip('/')}/api/subscriptions/confirm/?{urlencode({'token': token})}"
 
 
+def current_token(subscription: Subscription) -> str:
+    """The subscription's confirmation token, derived from its state with the project's SECRET_KEY (as Django
+    derives password-reset tokens): the job that sends it gets only the subscription's id, so the token never
+    appears in Redis, in a job's arguments or in a worker's log, and a database dump alone does not reveal it.
+    Issuing a new token (a new expiry) invalidates the previous one."""
+    return salted_hmac("herald.subscription.confirmation",
+                       f"{subscription.id}:{subscription.confirmation_expires_at.isoformat()}",
+                       algorithm="sha256").hexdigest()
+
+
 def confirmation_request(*, subscription: Subscription) -> None:
     """Issue a fresh token and send the confirmation event after the transaction commits."""
-    token = secrets.token_urlsafe(32)
-    subscription.confirmation_token_hash = token_hash(token)
     subscription.confirmation_expires_at = timezone.now() + TOKEN_LIFETIME
+    subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.save(update_fields=["confirmation_token_hash", "confirmation_expires_at", "updated_at"])
     transaction.on_commit(
-        lambda: django_rq.get_queue("deliveries").enqueue("delivery.jobs.send_confirmation", subscription.id, token,
-                                                          result_ttl=0)
+        lambda: django_rq.get_queue("deliveries").enqueue(send_confirmation_request, subscription.id, result_ttl=0)
     )
 
 
@@ -66,10 +74,14 @@ def subscription_confirm(*, token: str, subscription: Subscription | None = None
     return found
 
 
-def send_confirmation_request(subscription_id: int, token: str) -> str:
+def send_confirmation_request(subscription_id: int) -> str:
+    """The RQ job: send the confirmation event; a 2xx answer with the token confirms at once."""
     subscription = Subscription.objects.select_related("topic", "endpoint").filter(id=subscription_id).first()
     if subscription is None or subscription.status != Subscription.Status.PENDING_CONFIRMATION:
         return "not pending"
+    if subscription.confirmation_expires_at is None or subscription.confirmation_expires_at < timezone.now():
+        return "token expired"
+    token = current_token(subscription)
     envelope = wire.Envelope(
         message_id=str(uuid.uuid4()), topic_name=subscription.topic.name, event_type=EVENT_TYPE, subject="",
         published_at=timezone.now(), payload={"subscription_id": subscription.id, "token": token,

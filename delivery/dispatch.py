@@ -2,48 +2,37 @@
 
 - dispatch: pending deliveries whose time has come and that are on no queue go to the `retries` queue (or, for
   first attempts that publishing left to it under backlog, to `deliveries`).
-- reconcile: expired leases (a worker died mid-send) go back to pending; queued rows whose RQ job no longer exists
-  (Redis flushed or restarted) are queued again.
+- reconcile: expired leases (a worker died mid-send) count their try and follow the policy; queued rows whose RQ
+  job will not run them (Redis flushed or restarted, the job failed or was stopped) are queued again.
 Both are safe to run from several schedulers at once: rows are taken with SKIP LOCKED.
 """
 
 import logging
+import random
 import time
 from datetime import timedelta
 
-import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from rq.job import Job
+from rq.job import Job, JobStatus
 
 from subscriptions.models import Subscription
 
-from .effective import subscription_policy
+from . import decisions, transitions
+from .effective import policy_for, subscription_policy
 from .fanout import requeue_lost_fan_outs
 from .health import schedule_probes
-from .models import Delivery
+from .models import Attempt, Delivery
 from .queues import DELIVERIES, RETRIES, enqueue_after_commit
+from .wakeup import WAKE_KEY, redis, wake_dispatcher
 
 log = logging.getLogger(__name__)
-WAKE_KEY = "herald:dispatcher:wake"
+_rng = random.SystemRandom()
 BATCH = 1000
 PRECISE_SLEEP_SECONDS = 0.25
-
-
-def redis():
-    return django_rq.get_connection(RETRIES)
-
-
-def wake_dispatcher() -> None:
-    """Tell a sleeping dispatcher that a retry may now be due sooner than it planned."""
-    try:
-        with redis().pipeline() as pipe:
-            pipe.lpush(WAKE_KEY, 1).ltrim(WAKE_KEY, 0, 0).execute()
-    except Exception:  # the dispatcher also wakes by itself every interval
-        log.warning("could not wake the dispatcher", exc_info=True)
 
 
 def dispatch_due(now=None) -> int:
@@ -74,41 +63,78 @@ def next_due_at():
 
 
 def release_expired_leases(now=None) -> int:
-    """In-flight rows whose lease ran out: the worker died. Due again now; the attempt may be repeated."""
+    """In-flight rows whose lease ran out: their worker died or stalled mid-try. The try counts, as an attempt with
+    the error class `lease_expired` (the request may have reached the endpoint), and the policy decides what
+    follows, so retry limits and the time-to-live end a delivery whatever keeps crashing."""
     now = now or timezone.now()
     with transaction.atomic():
-        ids = list(
-            Delivery.objects.select_for_update(skip_locked=True)
+        expired = list(
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(status=Delivery.Status.IN_FLIGHT, lease_until__lt=now)
-            .values_list("id", flat=True)[:BATCH]
+            .select_related("message", "subscription__topic", "endpoint")
+            .order_by("lease_until")[:BATCH]
         )
-        Delivery.objects.filter(id__in=ids).update(status=Delivery.Status.PENDING, lease_until=None,
-                                                   next_attempt_at=now, queued=False)
-    if ids:
-        log.warning("released %d deliveries whose lease expired", len(ids))
-    return len(ids)
+        attempts = []
+        for delivery in expired:
+            decision, attempt = lost_try(delivery, now)
+            Delivery.objects.filter(id=delivery.id).update(**transitions.attempted(delivery, decision, now=now))
+            attempts.append(attempt)
+        Attempt.objects.bulk_create(attempts)
+    if expired:
+        log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
+                    len(expired))
+        wake_dispatcher()
+    return len(expired)
+
+
+def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
+    try:
+        policy = subscription_policy(delivery.subscription)
+    except Exception:
+        log.exception("delivery %s: its policy could not be read; the system default decides", delivery.id)
+        policy = policy_for(None, None)
+    number = delivery.attempt_count + 1
+    error = Attempt.ErrorClass.LEASE_EXPIRED
+    decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
+                                published_at=delivery.budget_start, now=now, rng=_rng,
+                                outcome=decisions.Outcome(status=None, error_class=error))
+    attempt = Attempt(
+        delivery_id=delivery.id, number=number, started_at=now, duration_ms=0, request_url=delivery.endpoint.url,
+        queue=Attempt.Queue.RETRIES if delivery.attempt_count else Attempt.Queue.DELIVERIES, error_class=error,
+        error_detail=f"the worker holding this delivery stopped before recording its try (lease ran out at "
+                     f"{delivery.lease_until.isoformat()}); the request may have reached the endpoint",
+        outcome=decision.attempt_outcome,
+    )
+    return decision, attempt
+
+
+ALIVE = {JobStatus.QUEUED.value, JobStatus.STARTED.value, JobStatus.DEFERRED.value, JobStatus.SCHEDULED.value}
 
 
 def requeue_lost_jobs(now=None) -> int:
-    """Queued rows whose job is gone from Redis (flushed, restarted, or the enqueue failed) are queued again."""
+    """Queued rows whose job will not run them are queued again: the job is gone (Redis flushed or restarted, or
+    the enqueue failed), failed, was stopped or canceled, or has been `started` for longer than a job may run."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
     rows = list(
         Delivery.objects.filter(status=Delivery.Status.PENDING, queued=True, enqueued_at__lt=stale_before)
-        .values_list("id", "job_id")[:BATCH * 10]
+        .values_list("id", "job_id", "enqueued_at")[:BATCH * 10]
     )
     if not rows:
         return 0
-    connection = redis()
-    job_ids = sorted({job_id for _, job_id in rows if job_id})
-    with connection.pipeline() as pipe:
+    job_ids = sorted({job_id for _, job_id, _ in rows if job_id})
+    with redis().pipeline() as pipe:
         for job_id in job_ids:
-            pipe.exists(Job.key_for(job_id))
-        alive = {job_id for job_id, exists in zip(job_ids, pipe.execute(), strict=True) if exists}
-    lost = [delivery_id for delivery_id, job_id in rows if job_id not in alive]
+            pipe.hget(Job.key_for(job_id), "status")
+        statuses = dict(zip(job_ids, (s.decode() if s else None for s in pipe.execute()), strict=True))
+    overdue = now - timedelta(seconds=settings.HERALD_JOB_TIMEOUT_SECONDS)
+    lost = [delivery_id for delivery_id, job_id, enqueued_at in rows
+            if statuses.get(job_id) not in ALIVE
+            or (statuses[job_id] == JobStatus.STARTED.value and enqueued_at < overdue)]
     if lost:
         Delivery.objects.filter(id__in=lost, status=Delivery.Status.PENDING, queued=True).update(queued=False)
-        log.warning("%d queued deliveries had no job in Redis; they go back to the dispatcher", len(lost))
+        log.warning("%d queued deliveries had no job that will run them; they go back to the dispatcher", len(lost))
+        wake_dispatcher()
     return len(lost)
 
 
@@ -138,9 +164,17 @@ def expire_held(now=None) -> int:
 
 
 def reconcile(now=None) -> dict:
-    return {"leases": release_expired_leases(now), "lost_jobs": requeue_lost_jobs(now),
-            "lost_fan_outs": requeue_lost_fan_outs(now), "expired_held": expire_held(now),
-            "probes": schedule_probes(now)}
+    """Every repair, each on its own: one that fails (Redis down, say) does not keep the others from running."""
+    done = {}
+    for name, repair in (("leases", release_expired_leases), ("lost_jobs", requeue_lost_jobs),
+                         ("lost_fan_outs", requeue_lost_fan_outs), ("expired_held", expire_held),
+                         ("probes", schedule_probes)):
+        try:
+            done[name] = repair(now)
+        except Exception:
+            log.exception("reconcile: %s failed; the next tick tries again", name)
+            done[name] = None
+    return done
 
 
 def sleep_until_due(max_seconds: float) -> None:

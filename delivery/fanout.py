@@ -17,6 +17,7 @@ from subscriptions.models import Subscription
 
 from .filtering import matches
 from .models import Delivery, Message
+from .wakeup import wake_dispatcher
 
 log = logging.getLogger(__name__)
 CHUNK = 1000
@@ -39,14 +40,14 @@ def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery
 
 def enqueue_fan_out(message_id) -> None:
     try:
-        django_rq.get_queue("deliveries").enqueue("delivery.jobs.fan_out", str(message_id), result_ttl=0,
+        django_rq.get_queue("deliveries").enqueue(fan_out, str(message_id), result_ttl=0,
                                                   job_timeout=settings.HERALD_JOB_TIMEOUT_SECONDS)
     except Exception:  # Redis down: the reconciler finds the message by fanout_pending
         log.exception("could not enqueue the fan-out of message %s; the reconciler will retry", message_id)
 
 
 def fan_out(message_id: str) -> int:
-    """Create the message's deliveries in chunks; the scheduler batches them onto the `deliveries` queue."""
+    """The RQ job: create the message's deliveries in chunks; the scheduler batches them onto the `deliveries` queue."""
     message = Message.objects.filter(id=message_id, fanout_pending=True).first()
     if message is None:
         return 0
@@ -55,8 +56,6 @@ def fan_out(message_id: str) -> int:
         with transaction.atomic():
             Delivery.objects.bulk_create(build(message, chosen[start:start + CHUNK]), ignore_conflicts=True)
     Message.objects.filter(id=message.id).update(fanout_pending=False)
-    from .dispatch import wake_dispatcher
-
     wake_dispatcher()
     return len(chosen)
 

@@ -5,6 +5,7 @@ one of its values. Values may be strings, numbers, or {"prefix": "..."}, {"anyth
 {"exists": bool}, {"numeric": [">", 10, "<=", 20]}.
 """
 
+import math
 import operator
 
 NUMERIC_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -12,6 +13,10 @@ NUMERIC_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": opera
 
 class FilterPolicyError(ValueError):
     pass
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def validate(policy) -> None:
@@ -28,8 +33,8 @@ def validate(policy) -> None:
                     raise FilterPolicyError(f"{name}: unknown rule {rule!r}")
                 if "numeric" in rule:
                     terms = rule["numeric"]
-                    if (not isinstance(terms, list) or len(terms) % 2 or not all(
-                            terms[i] in NUMERIC_OPS and isinstance(terms[i + 1], (int, float))
+                    if (not isinstance(terms, list) or not terms or len(terms) % 2 or not all(
+                            isinstance(terms[i], str) and terms[i] in NUMERIC_OPS and _finite(terms[i + 1])
                             for i in range(0, len(terms), 2))):
                         raise FilterPolicyError(f"{name}: numeric takes pairs like ['>', 10, '<=', 20]")
             elif not isinstance(rule, (str, int, float)) or isinstance(rule, bool):

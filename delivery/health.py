@@ -16,6 +16,7 @@ from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBuc
 
 from . import circuit
 from .models import Delivery
+from .wakeup import wake_dispatcher
 
 WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the default 24 h window)
 
@@ -120,8 +121,6 @@ def release_held(endpoint_id: int, now) -> int:
         subscription__status=Subscription.Status.CONFIRMED,
     ).update(next_attempt_at=now, queued=False)
     if released:
-        from .dispatch import wake_dispatcher
-
         transaction.on_commit(wake_dispatcher)
     return released
 

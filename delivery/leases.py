@@ -56,15 +56,18 @@ def _lease(ids: list[int], now, lease) -> set[int]:
     return won
 
 
-def write_back(claimed: list[Delivery], updates: dict) -> None:
+def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
-    expired may have moved on; it is left be). One statement on PostgreSQL; runs in the caller's transaction."""
+    expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
+    caller's transaction."""
     leases = {d.id: d.lease_until for d in claimed}
+    updates = {delivery_id: changes for delivery_id, changes in updates.items() if delivery_id in leases}
+    if not updates:
+        return set()
     if connection.vendor != "postgresql":
-        for delivery_id, changes in updates.items():
-            Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
-                                    lease_until=leases[delivery_id]).update(**changes)
-        return
+        return {delivery_id for delivery_id, changes in updates.items()
+                if Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
+                                           lease_until=leases[delivery_id]).update(**changes)}
     names = sorted({name for changes in updates.values() for name in changes})
     fields = [Delivery._meta.get_field(name) for name in names]
     by_id = {d.id: d for d in claimed}
@@ -82,6 +85,7 @@ def write_back(claimed: list[Delivery], updates: dict) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM (VALUES {', '.join(rows)}) AS v({columns}) "
-            f"WHERE d.id = v.id AND d.status = %s AND d.lease_until = v.lease",
+            f"WHERE d.id = v.id AND d.status = %s AND d.lease_until = v.lease RETURNING d.id",
             params + [Delivery.Status.IN_FLIGHT],
         )
+        return {row[0] for row in cursor.fetchall()}

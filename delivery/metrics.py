@@ -21,10 +21,12 @@ def parse_window(raw: str | None) -> timedelta:
     match = WINDOW.match(raw or "24h")
     if not match:
         raise ApplicationError("Use a number and a unit: s, m, h or d (e.g. 24h).", field="window")
-    window = timedelta(seconds=int(match.group(1)) * UNITS[match.group(2)])
-    if not timedelta(seconds=1) <= window <= MAX_WINDOW:
+    number = match.group(1).lstrip("0") or "0"
+    # A number longer than 12 digits is past any allowed window; not parsing it avoids huge ints and overflow.
+    seconds = int(number) * UNITS[match.group(2)] if len(number) <= 12 else None
+    if seconds is None or not 1 <= seconds <= MAX_WINDOW.total_seconds():
         raise ApplicationError("The window must be between 1 second and 31 days.", field="window")
-    return window
+    return timedelta(seconds=seconds)
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float | None:

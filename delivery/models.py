@@ -127,6 +127,9 @@ class Attempt(models.Model):
         BLOCKED_ADDRESS = "blocked_address"
         HTTP_STATUS = "http_status"
         REDIRECT = "redirect"
+        LEASE_EXPIRED = "lease_expired"  # its worker died or stalled mid-try; the request may have been sent
+        UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
+        INTERNAL = "internal"  # Herald failed before sending
 
     class Outcome(models.TextChoices):
         SUCCESS = "success"

@@ -6,6 +6,7 @@ Parsing reports every error at once as (field path, reason) pairs and never stor
 
 import copy
 import json
+import math
 from dataclasses import dataclass
 
 from .backoff import BACKOFF_FUNCTIONS, sns_retry_delays
@@ -125,7 +126,7 @@ class _Checker:
     def integer(self, section: dict, path: str, key: str, default, low=None, high=None):
         value = section.get(key, default)
         if value is None:
-            return None
+            return self._null(path, key, default)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -136,11 +137,17 @@ class _Checker:
     def number(self, section: dict, path: str, key: str, default, low=None, high=None):
         value = section.get(key, default)
         if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return self._null(path, key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             self.fail(f"{path}.{key}" if path else key, "must be a number")
             return default
         return self._bounded(value, f"{path}.{key}" if path else key, low, high)
+
+    def _null(self, path: str, key: str, default):
+        """`null` means "not set" only where not setting is allowed (no default); elsewhere it is a wrong type."""
+        if default is not None:
+            self.fail(f"{path}.{key}" if path else key, "must not be null")
+        return default
 
     def _bounded(self, value, path, low, high):
         if low is not None and value < low:
@@ -163,7 +170,7 @@ def _healthy(check: _Checker, doc: dict, user_doc: dict) -> list[float]:
     phases = {k: check.integer(section, p, k, 0, 0)
               for k in ("numNoDelayRetries", "numMinDelayRetries", "numMaxDelayRetries")}
     function = section.get("backoffFunction", "linear")
-    if function not in BACKOFF_FUNCTIONS:
+    if not isinstance(function, str) or function not in BACKOFF_FUNCTIONS:
         check.fail(f"{p}.backoffFunction", f"must be one of {', '.join(BACKOFF_FUNCTIONS)}")
         function = "linear"
     if sum(phases.values()) > retries:
@@ -205,7 +212,7 @@ def resolve(document) -> dict:
     if not isinstance(document, dict):
         raise PolicyError([("delivery_policy", "must be a JSON object or a preset name")])
     preset = document.get("preset", "sns-default")
-    if preset not in PRESETS:
+    if not isinstance(preset, str) or preset not in PRESETS:
         raise PolicyError([("preset", f"unknown preset; choose one of {', '.join(PRESETS)}")])
     if "healthyRetryPolicy" in document and "retrySchedule" in document:
         raise PolicyError([("retrySchedule", "cannot be combined with healthyRetryPolicy; choose one")])
@@ -234,10 +241,13 @@ def parse(document) -> DeliveryPolicy:
         check.fail("retryLimits", "a repeating retrySchedule needs maxAttempts or maxAgeSeconds")
     jitter = check.number(doc, "", "jitter", 0, 0, 0.5)
     throttle = check.section(doc, "throttlePolicy", ("maxReceivesPerSecond",))
-    rate = check.integer(throttle, "throttlePolicy", "maxReceivesPerSecond", None, 1)
+    rate = check.integer(throttle, "throttlePolicy", "maxReceivesPerSecond", None, 1, 100_000)
     request = check.section(doc, "requestPolicy", ("headerContentType", "timeoutSeconds"))
     content_type = request.get("headerContentType")
-    if content_type is not None and content_type.split(";")[0].strip() not in SNS_CONTENT_TYPES:
+    if content_type is not None and not isinstance(content_type, str):
+        check.fail("requestPolicy.headerContentType", "must be a string")
+        content_type = None
+    elif content_type is not None and content_type.split(";")[0].strip() not in SNS_CONTENT_TYPES:
         check.fail("requestPolicy.headerContentType", f"must be one of {', '.join(SNS_CONTENT_TYPES)}")
     timeout = check.number(request, "requestPolicy", "timeoutSeconds", 30, 1, 60)
     response = check.section(doc, "responsePolicy", ("permanentFailureCodes",))

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import Delivery
+from .wakeup import wake_dispatcher
 
 log = logging.getLogger(__name__)
 DELIVERIES, RETRIES = "deliveries", "retries"
@@ -65,8 +66,6 @@ def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_unde
     if not delivery_ids:
         return
     if batch_under_backlog and backlogged(queue_name):
-        from .dispatch import wake_dispatcher
-
         transaction.on_commit(wake_dispatcher)
         return
     batches = assign_jobs(delivery_ids, queue_name)

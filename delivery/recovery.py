@@ -7,9 +7,9 @@ from django.utils import timezone
 from subscriptions.errors import ApplicationError
 from subscriptions.models import Subscription
 
-from .dispatch import wake_dispatcher
 from .models import Delivery
 from .queues import DELIVERIES, enqueue_after_commit
+from .wakeup import wake_dispatcher
 
 BATCH = 1000
 

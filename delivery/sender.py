@@ -10,6 +10,7 @@ from urllib3.exceptions import NameResolutionError
 
 from . import deadlines
 from .ssrf import BlockedAddress, GuardedAdapter, parse_networks
+from .storable import clean_headers, clean_text
 from .wire import OutgoingRequest
 
 EXCERPT_BYTES = 4096
@@ -101,7 +102,7 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
             if not deadline_passed():
                 return SendResult(status=None, duration_ms=elapsed(), started_at=began,
                                   error_class=classify_exception(exc),
-                                  error_detail=f"{type(exc).__name__}: {exc}"[:1024])
+                                  error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
     if deadline_passed():
         # Cut off mid-answer: whatever was parsed (an EOF can even end the headers early) is not an answer.
         return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class="timeout",
@@ -113,5 +114,6 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
         error_class = "redirect"
     else:
         error_class = "http_status"
-    return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=dict(response.headers),
-                      body_excerpt=excerpt, error_class=error_class)
+    # What the receiver sent is untrusted: bounded and made storable here, before anything else sees it.
+    return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=clean_headers(response.headers),
+                      body_excerpt=clean_text(excerpt), error_class=error_class)

@@ -129,7 +129,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "subscriptions.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "subscriptions.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -159,7 +164,7 @@ RQ_QUEUES = {
 }
 # Non-forking workers keep the database connection, HTTP keep-alive pools and parsed policies across jobs
 # (docs/architecture.md); `manage.py rqworker deliveries retries` uses it without further flags.
-RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "rq.worker.SimpleWorker"}
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.worker.HeraldWorker"}
 # The cache backs the API's rate limits, so it is shared by every web process: Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                       "KEY_PREFIX": "herald", "TIMEOUT": 300}}
@@ -169,6 +174,9 @@ HERALD_DEFAULT_DELIVERY_POLICY = os.environ.get("HERALD_DEFAULT_DELIVERY_POLICY"
 HERALD_REQUIRE_CONFIRMATION = env_bool("HERALD_REQUIRE_CONFIRMATION", True)
 HERALD_MAX_PAYLOAD_BYTES = env_number("HERALD_MAX_PAYLOAD_BYTES", 262_144)
 HERALD_ALLOWED_NETWORKS = env_list("HERALD_ALLOWED_NETWORKS")
+# A request body may carry the payload JSON-escaped (up to 6 bytes a character) plus its envelope; larger bodies
+# are answered 413 before they are parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 6 * HERALD_MAX_PAYLOAD_BYTES + 65_536)
 HERALD_DISABLE_FAILURE_RATE = env_number("HERALD_DISABLE_FAILURE_RATE", 0.70, float)
 HERALD_DISABLE_MIN_ATTEMPTS = env_number("HERALD_DISABLE_MIN_ATTEMPTS", 100)
 HERALD_DISABLE_CONSECUTIVE_FAILURES = env_number("HERALD_DISABLE_CONSECUTIVE_FAILURES", 2000)

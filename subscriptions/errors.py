@@ -1,5 +1,7 @@
 """One application error type, and the API's JSON error shape."""
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -30,6 +32,10 @@ def api_exception_handler(exc, context):
 
     if isinstance(exc, ApplicationError):
         return Response(exc.as_payload(), status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response({"detail": f"The request body is larger than {limit} bytes."},
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, PolicyError):
         return Response({"delivery_policy": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

@@ -1,7 +1,7 @@
 import django_rq
 from django.conf import settings
 from django.db.models import Count
-from django_filters.rest_framework import CharFilter, FilterSet
+from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -19,7 +19,7 @@ from delivery.wire import payload_bytes
 from . import services
 from .errors import ApplicationError
 from .models import Endpoint, Subscription, Topic
-from .ownership import OwnedQuerysetMixin
+from .ownership import OwnedQuerysetMixin, owned_choices
 from .serializers import (
     ConfirmSerializer,
     CountSerializer,
@@ -94,6 +94,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 
 class SubscriptionFilter(FilterSet):
+    topic = ModelChoiceFilter(queryset=owned_choices(Topic))
     endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
 
     class Meta:

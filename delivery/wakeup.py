@@ -1,0 +1,22 @@
+"""Waking the scheduler: a one-element Redis list it blocks on while it sleeps until the next due time."""
+
+import logging
+
+import django_rq
+
+log = logging.getLogger(__name__)
+WAKE_KEY = "herald:dispatcher:wake"
+QUEUE_CONNECTION = "retries"
+
+
+def redis():
+    return django_rq.get_connection(QUEUE_CONNECTION)
+
+
+def wake_dispatcher() -> None:
+    """Tell a sleeping dispatcher that a retry may now be due sooner than it planned."""
+    try:
+        with redis().pipeline() as pipe:
+            pipe.lpush(WAKE_KEY, 1).ltrim(WAKE_KEY, 0, 0).execute()
+    except Exception:  # the dispatcher also wakes by itself every interval
+        log.warning("could not wake the dispatcher", exc_info=True)

@@ -1,0 +1,263 @@
+"""No fault leaves a delivery stuck, wedged or resent forever: hostile receivers, failing jobs, lost jobs, dead
+workers, a database whose connections were cut, a Redis that restarted."""
+
+import shutil
+import signal
+import tempfile
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from redis import Redis
+from rq import Queue
+from rq.job import Job, JobStatus
+
+from delivery import attempts, dispatch, jobs, leases, localredis, recording
+from delivery.models import Attempt, Delivery
+from delivery.sender import SendResult
+from delivery.storable import TRUNCATED_HEADER
+from tests.conftest import publish, subscribe, wait_until
+from tests.receiver import Receiver, Reply
+
+FAST = {"requestPolicy": {"timeoutSeconds": 2}, "retrySchedule": {"delays": [5]}, "retryLimits": {"maxAttempts": 2}}
+
+
+@pytest.fixture
+def hostile():
+    server = Receiver()
+    yield server
+    server.close()
+
+
+def two_tenants(api, other_api, receiver, hostile, policy=None):
+    """One topic per tenant; the hostile receiver is the other tenant's."""
+    mine, _ = subscribe(api, receiver, policy, name="mine")
+    theirs, _ = subscribe(other_api, hostile, policy, name="theirs")
+    return mine, theirs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_nul_byte_in_a_response_header_is_recorded_and_wedges_nobody(api, other_api, receiver, hostile,
+                                                                         run_worker):
+    hostile.script = [Reply(headers={"X-Nul": "a\x00b"})]
+    mine, theirs = two_tenants(api, other_api, receiver, hostile)
+    for n in range(3):
+        publish(api, mine, n)
+        publish(other_api, theirs, n)
+
+    run_worker()
+
+    assert Delivery.objects.filter(status="succeeded").count() == 6
+    assert len(receiver.requests) == 3 and len(hostile.requests) == 3  # sent once each, never again
+    assert {r.headers["herald-attempt"] for r in receiver.requests + hostile.requests} == {"1"}
+    stored = Attempt.objects.filter(delivery__subscription__topic__name="theirs")
+    assert [a.response_headers["X-Nul"] for a in stored] == ["ab"] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_huge_response_headers_are_stored_bounded(api, receiver, run_worker):
+    receiver.script = [Reply(headers={f"X-Big-{n}": "v" * 60_000 for n in range(95)})]
+    topic, _ = subscribe(api, receiver)
+    publish(api, topic)
+
+    run_worker()
+
+    attempt = Attempt.objects.get()
+    assert attempt.response_status == 200
+    assert sum(len(k) + len(v) for k, v in attempt.response_headers.items()) < 8192 + 100
+    assert attempt.response_headers[TRUNCATED_HEADER].endswith("not stored")
+    detail = api.get(f"/api/deliveries/{attempt.delivery_id}/")
+    assert len(detail.content) < 20_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(api, receiver, redis_conn):
+    topic, _ = subscribe(api, receiver, FAST)
+    for n in range(3):
+        publish(api, topic, n)
+    claimed = leases.claim(list(Delivery.objects.values_list("id", flat=True)), timezone.now())
+    assert len(claimed) == 3
+    bad = claimed[1]
+    tries = []
+    for delivery in claimed:
+        # Unsanitized on purpose: the database refuses a NUL, as it would anything the cleaning missed.
+        headers = {"X-Nul": "a\x00b"} if delivery is bad else {"X-Fine": "yes"}
+        result = SendResult(status=200, duration_ms=5, started_at=time.time(), headers=headers)
+        tries.append(recording.Tried(delivery, attempts.subscription_policy(delivery.subscription),
+                                     1, None, result, "deliveries"))
+
+    recording.record(claimed, tries, {}, set())
+
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
+    by_delivery = {a.delivery_id: a for a in Attempt.objects.all()}
+    assert by_delivery[bad.id].error_class == "unrecordable" and by_delivery[bad.id].response_headers == {}
+    assert by_delivery[bad.id].response_status == 200 and by_delivery[bad.id].outcome == "success"
+    assert [by_delivery[d.id].response_headers for d in claimed if d is not bad] == [{"X-Fine": "yes"}] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_that_raises_before_sending_settles_its_rows_at_once(api, receiver, redis_conn, monkeypatch):
+    topic, _ = subscribe(api, receiver, FAST)
+    for n in range(3):
+        publish(api, topic, n)
+    ids = list(Delivery.objects.values_list("id", flat=True))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something inside the job broke")
+
+    monkeypatch.setattr(attempts.sender, "send", broken)
+    before = timezone.now()
+    with pytest.raises(RuntimeError):
+        attempts.process(ids, "deliveries")
+
+    for delivery in Delivery.objects.all():
+        assert delivery.status == "pending" and delivery.lease_until is None and not delivery.queued
+        assert delivery.attempt_count == 0
+        assert before < delivery.next_attempt_at <= before + timedelta(seconds=attempts.RELEASE_DELAY_SECONDS + 2)
+    assert Attempt.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_that_raises_after_sending_records_each_try_once(api, receiver, redis_conn, monkeypatch):
+    topic, _ = subscribe(api, receiver, FAST)
+    for n in range(3):
+        publish(api, topic, n)
+    ids = list(Delivery.objects.values_list("id", flat=True))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("health bookkeeping broke")
+
+    monkeypatch.setattr(recording, "record_health", broken)
+    with pytest.raises(RuntimeError):
+        attempts.process(ids, "deliveries")
+
+    assert set(Delivery.objects.values_list("status", "attempt_count")) == {("succeeded", 1)}
+    assert Attempt.objects.count() == 3 and len(receiver.requests) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_whose_request_cannot_be_built_fails_alone_and_counts(api, receiver, redis_conn, monkeypatch):
+    topic, _ = subscribe(api, receiver, FAST)
+    for n in range(3):
+        publish(api, topic, n)
+    ids = sorted(Delivery.objects.values_list("id", flat=True))
+    real = attempts.envelope
+
+    def fragile(delivery, policy):
+        if delivery.id == ids[0]:
+            raise ValueError("cannot build this one")
+        return real(delivery, policy)
+
+    monkeypatch.setattr(attempts, "envelope", fragile)
+    assert attempts.process(ids, "deliveries") == 2
+
+    broken = Delivery.objects.get(id=ids[0])
+    assert broken.status == "pending" and broken.attempt_count == 1 and broken.next_attempt_at > timezone.now()
+    assert Attempt.objects.get(delivery=broken).error_class == "internal"
+    assert Delivery.objects.filter(status="succeeded").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("fate", ["failed", "stopped", "canceled", "missing"])
+def test_the_reconciler_requeues_rows_whose_job_will_not_run_them(api, receiver, redis_conn, fate):
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic)
+    delivery = Delivery.objects.get()
+    assert delivery.queued and delivery.job_id
+    job = Job.fetch(delivery.job_id, connection=redis_conn)
+    Queue("deliveries", connection=redis_conn).remove(job)
+    if fate == "missing":
+        job.delete()
+    else:
+        job.set_status(fate)
+    later = timezone.now() + timedelta(seconds=3)
+
+    assert dispatch.requeue_lost_jobs(later) == 1
+
+    assert not Delivery.objects.get().queued
+    assert dispatch.dispatch_due() == 1  # and the dispatcher queues it again
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("status", [JobStatus.QUEUED, JobStatus.STARTED])
+def test_the_reconciler_leaves_rows_whose_job_will_still_run(api, receiver, redis_conn, status):
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic)
+    Job.fetch(Delivery.objects.get().job_id, connection=redis_conn).set_status(status)
+
+    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(seconds=3)) == 0
+    assert Delivery.objects.get().queued
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_lease_counts_the_try_so_limits_end_it(api, receiver, redis_conn):
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic)
+    published = timezone.now()
+
+    [first] = leases.claim([Delivery.objects.get().id], published)  # its worker then dies
+    expired_at = first.lease_until + timedelta(seconds=1)
+    assert dispatch.release_expired_leases(expired_at) == 1
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempt_count) == ("pending", 1)
+    assert delivery.next_attempt_at == expired_at + timedelta(seconds=5)  # the policy's first retry delay
+    assert Attempt.objects.get().error_class == "lease_expired"
+
+    [second] = leases.claim([delivery.id], delivery.next_attempt_at)  # its worker dies again
+    assert dispatch.release_expired_leases(second.lease_until + timedelta(seconds=1)) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == (
+        "dead_lettered", "max_attempts", 2)
+    assert list(Attempt.objects.values_list("number", "error_class", "outcome")) == [
+        (1, "lease_expired", "retryable_failure"), (2, "lease_expired", "retryable_failure")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_recovers_when_its_database_connections_are_cut(api, receiver, processes):
+    topic, _ = subscribe(api, receiver, FAST)
+    processes.worker()
+    processes.cron()
+    publish(api, topic, 1)
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 1)
+
+    with connection.cursor() as cursor:  # what a PostgreSQL restart or failover does to every other session
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    publish(api, topic, 2)
+
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 2, timeout=15)
+    assert sorted(r.json()["data"] for r in receiver.requests) == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_keeps_running_through_a_redis_restart_mid_job(api, receiver, processes):
+    receiver.script = lambda request: Reply(delay=1.5 if len(receiver.requests) == 1 else 0)
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic, 1)
+    publish(api, topic, 2)
+    first, second = Delivery.objects.order_by("id")
+    port = localredis.free_port()
+    data = tempfile.mkdtemp(prefix="herald-redis-")
+    server = localredis.start(port, data)
+    url = f"redis://127.0.0.1:{port}/0"
+    queue = Queue("deliveries", connection=Redis.from_url(url))
+    try:
+        worker = processes.worker(REDIS_URL=url)
+        queue.enqueue(jobs.deliver, [first.id], "deliveries")
+        receiver.wait_for(1)  # the job is sending; Redis goes away and is still gone when the job ends
+        server.send_signal(signal.SIGKILL)
+        server.wait(5)
+        time.sleep(5)
+        server = localredis.start(port, data)
+        time.sleep(3)
+        assert worker.poll() is None, "the worker ended when Redis went away"
+        wait_until(lambda: Delivery.objects.get(id=first.id).status == "succeeded")
+
+        queue.enqueue(jobs.deliver, [second.id], "deliveries")  # the restarted Redis is empty: a new job
+        wait_until(lambda: Delivery.objects.get(id=second.id).status == "succeeded", timeout=30)
+    finally:
+        server.terminate()
+        server.wait(5)
+        shutil.rmtree(data, ignore_errors=True)
