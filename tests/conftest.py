@@ -126,13 +126,15 @@ class Processes:
     def __init__(self):
         self.running: list[subprocess.Popen] = []
 
-    def start(self, *args, **env) -> subprocess.Popen:
-        process = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(**env))
+    def start(self, *args, output=None, **env) -> subprocess.Popen:
+        """`output`: a file that receives the process's stdout and stderr (else they go to the test's)."""
+        process = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(**env),
+                                   stdout=output, stderr=subprocess.STDOUT if output else None)
         self.running.append(process)
         return process
 
-    def worker(self, **env) -> subprocess.Popen:
-        return self.start("rqworker", "deliveries", "retries", **env)  # SimpleWorker, from settings
+    def worker(self, output=None, **env) -> subprocess.Popen:
+        return self.start("rqworker", "deliveries", "retries", output=output, **env)  # HeraldWorker, from settings
 
     def cron(self, **env) -> subprocess.Popen:
         return self.start("herald_cron", **env)

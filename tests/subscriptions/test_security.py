@@ -4,10 +4,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
+import django_rq
 import pytest
 from django.utils import timezone
+from rq.job import Job
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from delivery.models import Delivery, Message
@@ -184,3 +187,38 @@ def test_database_down_answers_503():
                          timeout=60)
     assert out.stdout.startswith("503 The database is unavailable"), out.stdout + out.stderr
     assert os.environ.get("DATABASE_URL") != env["DATABASE_URL"]
+
+
+def redis_contents(connection) -> str:
+    """Every key and value in Redis, as text: what a Redis dump or a monitoring tool would show."""
+    readers = {"string": lambda key: connection.get(key), "hash": lambda key: connection.hgetall(key),
+               "list": lambda key: connection.lrange(key, 0, -1), "set": lambda key: connection.smembers(key),
+               "zset": lambda key: connection.zrange(key, 0, -1)}
+    seen = []
+    for key in connection.scan_iter():
+        value = readers.get(connection.type(key).decode(), lambda key: b"")(key)
+        seen.append(f"{key!r} {value!r}")
+    return "\n".join(seen)
+
+
+def test_confirmation_tokens_appear_in_no_job_argument_and_no_worker_log(api, receiver, processes, redis_conn,
+                                                                          confirmation_on, tmp_path):
+    receiver.script = [Reply(body=b"{}")]
+    _, subscription = subscribe(api, receiver)
+    queued = redis_contents(redis_conn)
+    [job_id] = django_rq.get_queue("deliveries").job_ids
+    assert Job.fetch(job_id, connection=redis_conn).args == (subscription["id"],)
+
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "w") as log:
+        processes.worker(output=log, LOG_LEVEL="DEBUG", RQ_LOG_LEVEL="DEBUG")
+        token = receiver.wait_for(1)[0].json()["data"]["token"]
+        time.sleep(1)  # let the worker finish logging the job
+    assert token not in queued
+    assert token not in redis_contents(redis_conn)
+    logged = log_path.read_text()
+    assert "send_confirmation_request" in logged  # the log was captured, at DEBUG
+    assert token not in logged
+    # The token still works: it is derived, not stored.
+    assert api.post(f"/api/subscriptions/{subscription['id']}/confirm/", {"token": token},
+                    format="json").status_code == 200
