@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish install install-dev clean receiver
+.PHONY: run test lint bench bench-publish chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ test: install-dev $(CHROMIUM)
 
 lint: install-dev
 	$(BIN)/ruff check .
+
+# At-least-once under kill -9, Redis flush and restart, PostgreSQL restart and hostile receivers (its own servers).
+chaos: install-dev
+	$(BIN)/python -m tests.chaos.harness $(or $(CHAOS_ARGS),--messages 10000 --rate 100)
 
 bench: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/throughput.py $(BENCH_ARGS)

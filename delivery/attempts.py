@@ -12,7 +12,7 @@ recorded, the rest is due again shortly), so no row waits for its lease to run o
 import logging
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import timedelta
 
 from django.conf import settings
@@ -28,6 +28,7 @@ from .sender import SendResult
 
 log = logging.getLogger(__name__)
 RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
+GROUP_SECONDS = 0.02  # sends that complete this close together are recorded in one statement
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -154,17 +155,34 @@ def process(delivery_ids: list[int], queue_name: str) -> int:
         ready, probes = gated(ready, updates, now)
         ready = throttled(ready, updates, now)
         to_send = build(ready, tries, queue_name)
-        futures = [pool().submit(sender.send, request, timeout=policy.timeout_seconds)
-                   for _, policy, _, request in to_send]
-        for (delivery, policy, number, request), future in zip(to_send, futures, strict=True):
-            queue = Attempt.Queue.PROBE if delivery.id in probes else queue_name
-            tries.append(Tried(delivery, policy, number, request, future.result(), queue))
-        recording.record(claimed, tries, updates, probes)
+        futures = {pool().submit(sender.send, item[3], timeout=item[1].timeout_seconds): item for item in to_send}
+        recording.record(claimed, tries, updates, probes)  # what needs no send, and what failed to prepare
+        for done in as_recorded(futures):
+            group = []
+            for future in done:
+                delivery, policy, number, request = futures[future]
+                queue = Attempt.Queue.PROBE if delivery.id in probes else queue_name
+                group.append(Tried(delivery, policy, number, request, future.result(), queue))
+            tries.extend(group)
+            recording.record(claimed, group, {}, probes)
     except Exception:
         log.exception("a delivery job failed; settling the %d deliveries it claimed", len(claimed))
         settle(claimed, tries)
         raise
     return sum(1 for tried in tries if tried.request is not None)
+
+
+def as_recorded(futures):
+    """The sends in groups as they complete: each group is what finished within GROUP_SECONDS of the first of it.
+    Recording as sends complete keeps one slow endpoint from holding back the others' results, and keeps what a
+    dying worker leaves unrecorded (and so resent later) to a few milliseconds' worth of sends."""
+    remaining = set(futures)
+    while remaining:
+        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+        if remaining:
+            more, remaining = wait(remaining, timeout=GROUP_SECONDS)
+            done |= more
+        yield done
 
 
 def settle(claimed: list[Delivery], tries: list[Tried]) -> None:

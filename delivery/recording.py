@@ -98,6 +98,8 @@ def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], s
 
 def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int]) -> None:
     """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired)."""
+    if not tries and not untried:
+        return
     changes, attempts, gone = outcomes(tries)
     updates = {**untried, **changes}
     try:

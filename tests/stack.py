@@ -37,29 +37,49 @@ def as_postgres(args: list[str]) -> list[str]:
     return args
 
 
-def start_postgres(workdir: str):
-    bindir = postgres_bindir()
-    data = os.path.join(workdir, "pg")
-    os.makedirs(data)
-    if os.geteuid() == 0:
-        shutil.chown(workdir, "postgres")
-        shutil.chown(data, "postgres")
-    user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
-    subprocess.run(as_postgres([f"{bindir}/initdb", "-D", data, "-U", user, "-A", "trust", "--no-sync",
-                                "-E", "UTF8"]), check=True, stdout=subprocess.DEVNULL)
-    port = localredis.free_port()
-    options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {workdir} -c fsync=off -c synchronous_commit=off "
-               "-c full_page_writes=off -c max_connections=200")
-    subprocess.run(as_postgres([f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{workdir}/pg.log", "-w",
-                                "start"]), check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(as_postgres([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", user, "herald"]),
-                   check=True)
+class Postgres:
+    """A throwaway cluster in `workdir`: started, restarted (as maintenance or a failover would) and stopped."""
 
-    def stop():
-        subprocess.run(as_postgres([f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"]),
+    def __init__(self, workdir: str):
+        self.bindir = postgres_bindir()
+        self.workdir = workdir
+        self.data = os.path.join(workdir, "pg")
+        self.user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
+        self.port = localredis.free_port()
+        self.url = f"postgres://{self.user}@127.0.0.1:{self.port}/herald"
+
+    def pg_ctl(self, *args: str) -> None:
+        subprocess.run(as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, *args]), check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def start(self) -> "Postgres":
+        os.makedirs(self.data)
+        if os.geteuid() == 0:
+            shutil.chown(self.workdir, "postgres")
+            shutil.chown(self.data, "postgres")
+        subprocess.run(as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-U", self.user, "-A", "trust",
+                                    "--no-sync", "-E", "UTF8"]), check=True, stdout=subprocess.DEVNULL)
+        self.pg_ctl("-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "start")
+        subprocess.run(as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                                    self.user, "herald"]), check=True)
+        return self
+
+    def options(self) -> str:
+        return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+
+    def restart(self, mode: str = "fast") -> None:
+        """Every session is cut, as in a restart for maintenance (`fast`) or a crash (`immediate`)."""
+        self.pg_ctl("-m", mode, "-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "restart")
+
+    def stop(self) -> None:
+        subprocess.run(as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"]),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    return f"postgres://{user}@127.0.0.1:{port}/herald", stop
+
+def start_postgres(workdir: str):
+    cluster = Postgres(workdir).start()
+    return cluster.url, cluster.stop
 
 
 def main(argv: list[str]) -> int:
