@@ -5,7 +5,7 @@ Run with `make bench` (throwaway PostgreSQL + Redis), or with DATABASE_URL/REDIS
     python bench/throughput.py --messages 3000 --workers 2 --subscriptions 1
 
 It publishes N messages (through the publish service, workers stopped), then starts K real RQ worker processes
-(`rqworker --worker-class rq.worker.SimpleWorker`) and the scheduler (`herald_cron`), and times until every
+(`rqworker`, HeraldWorker from settings) and the scheduler (`herald_cron`), and times until every
 delivery has succeeded. The receiver is a separate asyncio process, so it is not the bottleneck.
 """
 
@@ -81,7 +81,7 @@ def engine_run(url: str, messages: int, workers: int, subscriptions: int) -> dic
     publish_rate = messages / (time.perf_counter() - started)
     expected = messages * subscriptions
     env = dict(os.environ)
-    procs = [subprocess.Popen([sys.executable, "manage.py", "rqworker", "--worker-class", "rq.worker.SimpleWorker",
+    procs = [subprocess.Popen([sys.executable, "manage.py", "rqworker",
                                "deliveries", "retries"], cwd=ROOT, env=env)
              for _ in range(workers)]
     procs.append(subprocess.Popen([sys.executable, "manage.py", "herald_cron"], cwd=ROOT, env=env))

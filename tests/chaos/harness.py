@@ -260,11 +260,12 @@ def inflict(stack: Stack, plan: list[tuple[float, str]], started: float, done: l
             done.append(f"{time.monotonic() - started:6.1f}s {fault} FAILED: {exc}")
 
 
-def settle(database: str, timeout: float) -> tuple[float, int]:
-    """Wait until nothing is pending or in flight (three looks in a row); returns (seconds waited, left)."""
-    began, calm = time.monotonic(), 0
-    left = -1
-    while time.monotonic() - began < timeout:
+def settle(database: str, timeout: float, stall: float) -> tuple[float, int]:
+    """Wait until nothing is pending or in flight (three looks in a row). Slow is not stuck: give up only when the
+    count has not fallen for `stall` seconds, or after `timeout`. Returns (seconds waited, left)."""
+    began = last_progress = time.monotonic()
+    calm, left, lowest = 0, -1, None
+    while time.monotonic() - began < timeout and time.monotonic() - last_progress < stall:
         try:
             with psycopg.connect(database) as conn:
                 left = conn.execute("SELECT count(*) FROM delivery_delivery WHERE status IN "
@@ -272,6 +273,8 @@ def settle(database: str, timeout: float) -> tuple[float, int]:
                 left += conn.execute("SELECT count(*) FROM delivery_message WHERE fanout_pending").fetchone()[0]
         except psycopg.OperationalError:
             left = -1
+        if left >= 0 and (lowest is None or left < lowest):
+            lowest, last_progress = left, time.monotonic()
         calm = calm + 1 if left == 0 else 0
         if calm >= 3:
             break
@@ -379,7 +382,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="messages per second published")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--kill-every", type=float, default=15.0, help="seconds between worker kills")
-    parser.add_argument("--settle-timeout", type=float, default=300.0)
+    parser.add_argument("--settle-timeout", type=float, default=1800.0, help="the longest wait for the backlog")
+    parser.add_argument("--stall", type=float, default=90.0,
+                        help="stuck: nothing settled for this many seconds while deliveries are still open")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) for a look")
     args = parser.parse_args(argv)
@@ -404,7 +409,7 @@ def main(argv=None) -> int:
         injector.start()
         publisher.run()
         injector.join()
-        settled = settle(stack.postgres.url, args.settle_timeout)
+        settled = settle(stack.postgres.url, args.settle_timeout, args.stall)
         result = verify(stack, call, publisher, endpoints)
         passed = report(result, faults, publisher, settled, stack.exited_by_themselves(), time.monotonic() - began)
         if args.json:
