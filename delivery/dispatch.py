@@ -18,6 +18,7 @@ from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rq.job import Job, JobStatus
+from rq.utils import utcparse
 
 from subscriptions.models import Subscription
 
@@ -108,34 +109,51 @@ def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
     return decision, attempt
 
 
-ALIVE = {JobStatus.QUEUED.value, JobStatus.STARTED.value, JobStatus.DEFERRED.value, JobStatus.SCHEDULED.value}
-
-
 def requeue_lost_jobs(now=None) -> int:
     """Queued rows whose job will not run them are queued again: the job is gone (Redis flushed or restarted, or
-    the enqueue failed), failed, was stopped or canceled, or has been `started` for longer than a job may run."""
+    the enqueue failed), failed, was stopped or canceled, says `queued` but is on no queue (its worker was killed
+    between taking it and starting it), or started long enough ago that it would have claimed the rows (they are
+    still pending: it died first, or found them not yet due). Queuing a row twice is harmless: claims are atomic."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
     rows = list(
         Delivery.objects.filter(status=Delivery.Status.PENDING, queued=True, enqueued_at__lt=stale_before)
-        .values_list("id", "job_id", "enqueued_at")[:BATCH * 10]
+        .order_by("enqueued_at").values_list("id", "job_id")[:BATCH * 10]
     )
     if not rows:
         return 0
-    job_ids = sorted({job_id for _, job_id, _ in rows if job_id})
-    with redis().pipeline() as pipe:
-        for job_id in job_ids:
-            pipe.hget(Job.key_for(job_id), "status")
-        statuses = dict(zip(job_ids, (s.decode() if s else None for s in pipe.execute()), strict=True))
-    overdue = now - timedelta(seconds=settings.HERALD_JOB_TIMEOUT_SECONDS)
-    lost = [delivery_id for delivery_id, job_id, enqueued_at in rows
-            if statuses.get(job_id) not in ALIVE
-            or (statuses[job_id] == JobStatus.STARTED.value and enqueued_at < overdue)]
+    alive = live_jobs({job_id for _, job_id in rows if job_id}, started_before=stale_before)
+    lost = [delivery_id for delivery_id, job_id in rows if job_id not in alive]
     if lost:
-        Delivery.objects.filter(id__in=lost, status=Delivery.Status.PENDING, queued=True).update(queued=False)
+        Delivery.objects.filter(id__in=lost, status=Delivery.Status.PENDING, queued=True).update(
+            **transitions.unqueued())
         log.warning("%d queued deliveries had no job that will run them; they go back to the dispatcher", len(lost))
         wake_dispatcher()
     return len(lost)
+
+
+def live_jobs(job_ids: set[str], *, started_before) -> set[str]:
+    """The jobs among `job_ids` that will still run their rows: waiting on their queue, deferred or scheduled, or
+    started after `started_before`."""
+    job_ids = sorted(job_ids)
+    connection = redis()
+    with connection.pipeline() as pipe:
+        for job_id in job_ids:
+            pipe.hmget(Job.key_for(job_id), "status", "origin", "started_at")
+        found = {job_id: [v.decode() if v else "" for v in values]
+                 for job_id, values in zip(job_ids, pipe.execute(), strict=True)}
+    waiting_on = {origin for status, origin, _ in found.values() if status == JobStatus.QUEUED.value}
+    on_queues = {job_id.decode() for origin in waiting_on
+                 for job_id in connection.lrange(f"rq:queue:{origin}", 0, -1)}
+    alive = set()
+    for job_id, (status, _, started_at) in found.items():
+        if status in (JobStatus.DEFERRED.value, JobStatus.SCHEDULED.value):
+            alive.add(job_id)
+        elif status == JobStatus.QUEUED.value and job_id in on_queues:
+            alive.add(job_id)
+        elif status == JobStatus.STARTED.value and started_at and utcparse(started_at) >= started_before:
+            alive.add(job_id)
+    return alive
 
 
 def expire_held(now=None) -> int:
@@ -159,7 +177,7 @@ def expire_held(now=None) -> int:
             ids = expired.filter(endpoint__state="frozen") if frozen else expired.exclude(endpoint__state="frozen")
             total += Delivery.objects.filter(id__in=ids.values("id"), status=Delivery.Status.PENDING,
                                              next_attempt_at__isnull=True).update(
-                status=status, dead_letter_reason=reason, queued=False, finished_at=now)
+                **transitions.finished(status, reason, now=now))
     return total
 
 

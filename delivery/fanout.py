@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from subscriptions.models import Subscription
 
+from . import transitions
 from .filtering import matches
 from .models import Delivery, Message
 from .wakeup import wake_dispatcher
@@ -34,7 +35,7 @@ def targets(topic_id: int, attributes: dict) -> list[tuple[int, int, str]]:
 def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery]:
     """Unsaved deliveries; a paused subscription's are held (no due time) until it resumes."""
     return [Delivery(message=message, subscription_id=sid, endpoint_id=eid,
-                     next_attempt_at=None if status == Subscription.Status.PAUSED else message.published_at)
+                     **transitions.initial(due=None if status == Subscription.Status.PAUSED else message.published_at))
             for sid, eid, status in chosen]
 
 

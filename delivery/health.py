@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
 
-from . import circuit
+from . import circuit, transitions
 from .models import Delivery
 from .wakeup import wake_dispatcher
 
@@ -119,7 +119,7 @@ def release_held(endpoint_id: int, now) -> int:
     released = Delivery.objects.filter(
         endpoint_id=endpoint_id, status=Delivery.Status.PENDING, next_attempt_at__isnull=True,
         subscription__status=Subscription.Status.CONFIRMED,
-    ).update(next_attempt_at=now, queued=False)
+    ).update(**transitions.released(now=now))
     if released:
         transaction.on_commit(wake_dispatcher)
     return released
@@ -143,7 +143,7 @@ def schedule_probes(now=None) -> int:
                                         subscription__status=Subscription.Status.CONFIRMED)
                 .order_by("id").values_list("id", flat=True)[:1])
         scheduled += Delivery.objects.filter(id__in=list(held), next_attempt_at__isnull=True).update(
-            next_attempt_at=now, queued=False)
+            **transitions.released(now=now))
     return scheduled
 
 

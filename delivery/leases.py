@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
+from . import transitions
 from .effective import subscription_policy
 from .models import Delivery
 
@@ -32,27 +33,29 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
     locked = _lease([d.id for d in candidates], now, lease)
     claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)
     for delivery in claimed:
-        delivery.status, delivery.lease_until, delivery.queued = Delivery.Status.IN_FLIGHT, lease, False
+        for name, value in transitions.claimed(lease=lease).items():
+            setattr(delivery, name, value)
     return claimed
 
 
 def _lease(ids: list[int], now, lease) -> set[int]:
     """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the ids this call won."""
-    pending, due = Delivery.Status.PENDING, Q(next_attempt_at__lte=now)
+    pending, due, changes = Delivery.Status.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
     if connection.vendor == "postgresql":  # one round trip
         table = Delivery._meta.db_table
+        assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""UPDATE {table} SET status = %s, lease_until = %s, queued = false
+                f"""UPDATE {table} SET {assignments}
                     WHERE id IN (SELECT id FROM {table} WHERE id = ANY(%s) AND status = %s AND next_attempt_at <= %s
                                  FOR UPDATE SKIP LOCKED)
                     RETURNING id""",
-                [Delivery.Status.IN_FLIGHT, lease, ids, pending, now],
+                [*changes.values(), ids, pending, now],
             )
             return {row[0] for row in cursor.fetchall()}
     with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
         won = set(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
-        Delivery.objects.filter(id__in=won).update(status=Delivery.Status.IN_FLIGHT, lease_until=lease, queued=False)
+        Delivery.objects.filter(id__in=won).update(**changes)
     return won
 
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import transitions
 from .models import Delivery
 from .wakeup import wake_dispatcher
 
@@ -25,7 +26,7 @@ def assign_jobs(delivery_ids: list[int], queue_name: str) -> list[tuple[str, lis
     batches = [(uuid.uuid4().hex, batch) for batch in chunks(delivery_ids, settings.HERALD_BATCH_SIZE)]
     now = timezone.now()
     for job_id, batch in batches:
-        Delivery.objects.filter(id__in=batch).update(job_id=job_id, queued=True, enqueued_at=now)
+        Delivery.objects.filter(id__in=batch).update(**transitions.enqueued(job_id, now=now))
     return batches
 
 

@@ -1,24 +1,17 @@
 """Dead letters and recovery: redrive, recover, retry now, pause and resume. Services check state first."""
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from subscriptions.errors import ApplicationError
 from subscriptions.models import Subscription
 
+from . import transitions
 from .models import Delivery
 from .queues import DELIVERIES, enqueue_after_commit
 from .wakeup import wake_dispatcher
 
 BATCH = 1000
-
-
-def _fresh_budget(now) -> dict:
-    """Pending and due now, with a new attempt budget and time-to-live counted from now."""
-    return {"status": Delivery.Status.PENDING, "next_attempt_at": now, "queued": False, "dead_letter_reason": "",
-            "finished_at": None, "lease_until": None, "budget_attempts": F("attempt_count"),
-            "budget_started_at": now}
 
 
 def _requeue(queryset) -> int:
@@ -28,7 +21,7 @@ def _requeue(queryset) -> int:
         with transaction.atomic():
             ids = list(queryset.select_for_update(skip_locked=True).values_list("id", flat=True)[:BATCH])
             if ids:
-                total += Delivery.objects.filter(id__in=ids).update(**_fresh_budget(now))
+                total += Delivery.objects.filter(id__in=ids).update(**transitions.fresh_budget(now=now))
                 transaction.on_commit(wake_dispatcher)
         if len(ids) < BATCH:
             return total
@@ -61,9 +54,9 @@ def delivery_retry_now(*, delivery: Delivery) -> Delivery:
         locked = Delivery.objects.select_for_update().get(id=delivery.id)
         if locked.status not in retryable:
             raise ApplicationError(f"A {locked.status} delivery cannot be retried.", status_code=409)
-        changes = {"next_attempt_at": now, "queued": False}
+        changes = transitions.released(now=now)
         if locked.status != Delivery.Status.PENDING:
-            changes = _fresh_budget(now)
+            changes = transitions.fresh_budget(now=now)
         Delivery.objects.filter(id=locked.id).update(**changes)
         enqueue_after_commit([locked.id], DELIVERIES, label="manual")
     delivery.refresh_from_db()
@@ -79,8 +72,7 @@ def delivery_dead_letter(*, delivery: Delivery) -> Delivery:
             raise ApplicationError(f"Only a pending delivery can be dead-lettered; this one is {locked.status}.",
                                    status_code=409)
         Delivery.objects.filter(id=locked.id).update(
-            status=Delivery.Status.DEAD_LETTERED, dead_letter_reason=Delivery.DeadLetterReason.MANUAL,
-            next_attempt_at=None, queued=False, finished_at=now)
+            **transitions.finished(Delivery.Status.DEAD_LETTERED, Delivery.DeadLetterReason.MANUAL, now=now))
     delivery.refresh_from_db()
     return delivery
 
@@ -102,8 +94,8 @@ def subscription_resume(*, subscription: Subscription) -> Subscription:
         subscription.status = Subscription.Status.CONFIRMED
         subscription.save(update_fields=["status", "updated_at"])
         released = Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING,
-                                           next_attempt_at__isnull=True).update(next_attempt_at=timezone.now(),
-                                                                                 queued=False)
+                                           next_attempt_at__isnull=True).update(
+                                               **transitions.released(now=timezone.now()))
         if released:
             transaction.on_commit(wake_dispatcher)
     return subscription

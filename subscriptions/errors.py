@@ -10,6 +10,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from delivery.policy import PolicyError
+
 
 class ApplicationError(Exception):
     """Raised by services; the API turns it into a clean 4xx."""
@@ -28,8 +30,6 @@ class ApplicationError(Exception):
 
 
 def api_exception_handler(exc, context):
-    from delivery.policy import PolicyError  # late: keeps this module importable without the delivery app
-
     if isinstance(exc, ApplicationError):
         return Response(exc.as_payload(), status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from delivery import policy as delivery_policy
 from delivery import ssrf
+from delivery.confirmation import confirmation_request
+from delivery.models import Delivery
 
 from .errors import ApplicationError
 from .models import Endpoint, Subscription, Topic, generate_secret
@@ -65,8 +67,6 @@ def subscription_create(
 ) -> tuple[Subscription, str]:
     """Returns the subscription and its signing secret (shown to the caller this once)."""
     validate_policy(delivery_policy)
-    from delivery.confirmation import confirmation_request  # delivery builds on subscriptions, not the reverse
-
     with transaction.atomic():
         health = endpoint_for(owner=topic.owner, url=endpoint)
         confirmed = not settings.HERALD_REQUIRE_CONFIRMATION
@@ -96,8 +96,6 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         subscription.save()
         if "endpoint" in changes:
             # Retries and held deliveries follow the subscription to its new URL (and its health record).
-            from delivery.models import Delivery
-
             Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING).update(
                 endpoint=changes["endpoint"])
     return subscription

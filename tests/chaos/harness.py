@@ -295,6 +295,14 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
                                 "FROM delivery_attempt a JOIN delivery_delivery d ON d.id = a.delivery_id "
                                 "GROUP BY 1, 2, 3").fetchall()
         stored_messages = conn.execute("SELECT count(*) FROM delivery_message").fetchone()[0]
+        open_rows = conn.execute(
+            "SELECT d.status, d.queued, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
+            "e.state, d.job_id, count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e "
+            "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight') GROUP BY 1, 2, 3, 4, 5, 6, 7 "
+            "ORDER BY 8 DESC LIMIT 20").fetchall()
+    redis = Redis.from_url(stack.redis_url)
+    stuck_rows = [(*row[:6], (redis.hget(f"rq:job:{row[6]}", "status") or b"-").decode(), row[7])
+                  for row in open_rows]
     topic_of = {sid: None for sid in endpoints}
     for sid in endpoints:
         topic_of[sid] = call("get", f"/api/subscriptions/{sid}/")["topic"]
@@ -338,7 +346,7 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             "duplicates": duplicates,
             "duplicate_rate": duplicates / max(1, outcome["succeeded"]),
             "per_subscription": per_subscription, "attempt_mismatches": mismatched,
-            "requests_seen": len(requests_seen)}
+            "requests_seen": len(requests_seen), "stuck_rows": stuck_rows}
 
 
 def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple, exited: list[str],
@@ -371,6 +379,8 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
         print(f"  {'ok  ' if passed else 'FAIL'} {name:<66}{value}")
     for line in exited:
         print(f"  exited: {line}")
+    for row in result["stuck_rows"]:
+        print("  open: status={} queued={} attempts={} held={} due={} endpoint={} job={}: {} rows".format(*row))
     for message_id, name, why in result["lost"][:20]:
         print(f"  lost: {message_id} → {name}: {why}")
     return all(passed for _, _, passed in checks)

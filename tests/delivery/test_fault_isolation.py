@@ -8,11 +8,13 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
+from rq.utils import utcformat
 
 from delivery import attempts, dispatch, jobs, leases, localredis, recording
 from delivery.models import Attempt, Delivery
@@ -181,13 +183,37 @@ def test_the_reconciler_requeues_rows_whose_job_will_not_run_them(api, receiver,
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("status", [JobStatus.QUEUED, JobStatus.STARTED])
-def test_the_reconciler_leaves_rows_whose_job_will_still_run(api, receiver, redis_conn, status):
+def test_the_reconciler_requeues_rows_whose_job_was_taken_by_a_worker_that_died_before_starting_it(
+        api, receiver, redis_conn):
     topic, _ = subscribe(api, receiver, FAST)
     publish(api, topic)
-    Job.fetch(Delivery.objects.get().job_id, connection=redis_conn).set_status(status)
+    job = Job.fetch(Delivery.objects.get().job_id, connection=redis_conn)
+    Queue("deliveries", connection=redis_conn).remove(job)  # popped by a worker, still `queued`
+    assert job.get_status() == JobStatus.QUEUED
 
-    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(seconds=3)) == 0
+    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(seconds=3)) == 1
+    assert not Delivery.objects.get().queued
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reconciler_requeues_rows_a_long_started_job_never_claimed(api, receiver, redis_conn):
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic)
+    job = Job.fetch(Delivery.objects.get().job_id, connection=redis_conn)
+    job.set_status(JobStatus.STARTED)
+    redis_conn.hset(job.key, "started_at", utcformat(timezone.now()))
+    recon_after = timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
+
+    assert dispatch.requeue_lost_jobs(timezone.now() + recon_after / 2) == 0  # not stale yet
+    assert dispatch.requeue_lost_jobs(timezone.now() + 2 * recon_after) == 1  # it would have claimed them by now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reconciler_leaves_rows_whose_job_will_still_run(api, receiver, redis_conn):
+    topic, _ = subscribe(api, receiver, FAST)
+    publish(api, topic)  # its job waits on the queue, however long that takes
+
+    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(hours=1)) == 0
     assert Delivery.objects.get().queued
 
 
