@@ -25,8 +25,8 @@ import django_rq  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from delivery.engine.publishing import message_publish  # noqa: E402
 from delivery.models import Delivery, Message  # noqa: E402
-from delivery.services import message_publish  # noqa: E402
 from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402
 
 SIZES = (1, 100, 500, 501, 1000, 10000)

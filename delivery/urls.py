@@ -1,10 +1,15 @@
+"""The REST API: topics, subscriptions, endpoints, messages, deliveries, the policy preview."""
+
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from .views import DeliveryViewSet, MessageViewSet, PolicyPreviewView
+from delivery.web.subscription_views import EndpointViewSet, SubscriptionViewSet, TopicViewSet
+from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewView
 
 router = DefaultRouter(trailing_slash=True)
-router.include_root_view = False
+router.register("topics", TopicViewSet)
+router.register("subscriptions", SubscriptionViewSet)
+router.register("endpoints", EndpointViewSet)
 router.register("messages", MessageViewSet)
 router.register("deliveries", DeliveryViewSet)
 urlpatterns = [path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"), *router.urls]

@@ -129,9 +129,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "subscriptions.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "delivery.web.pagination.BoundedLimitOffsetPagination",
     "DEFAULT_PARSER_CLASSES": [
-        "subscriptions.parsers.SafeJSONParser",
+        "delivery.web.parsers.SafeJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -141,7 +141,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "subscriptions.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "delivery.web.errors.api_exception_handler",
     "DEFAULT_THROTTLE_RATES": {"publish": os.environ.get("HERALD_PUBLISH_RATE", "6000/min")},
 }
 SPECTACULAR_SETTINGS = {
@@ -164,7 +164,7 @@ RQ_QUEUES = {
 }
 # Non-forking workers keep the database connection, HTTP keep-alive pools and parsed policies across jobs
 # (docs/architecture.md); `manage.py rqworker deliveries retries` uses it without further flags.
-RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.worker.HeraldWorker"}
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.engine.worker.HeraldWorker"}
 # The cache backs the API's rate limits, so it is shared by every web process: Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                       "KEY_PREFIX": "herald", "TIMEOUT": 300}}

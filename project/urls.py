@@ -3,15 +3,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
-from delivery.dashboard import dashboard
-from delivery.prometheus import metrics
+from delivery.web.dashboard import dashboard
+from delivery.web.prometheus import metrics
 
 urlpatterns = [
     path("admin/rq/", include("django_rq.urls")),
     path("admin/dashboard/", dashboard, name="herald-dashboard"),
     path("metrics", metrics, name="prometheus-metrics"),
     path("admin/", admin.site.urls),
-    path("api/", include("subscriptions.urls")),
     path("api/", include("delivery.urls")),
     # The API's description is public; every operation in it still needs a token.
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),

@@ -90,7 +90,7 @@ def run_worker(redis_conn):
 
 def settle(horizon: float = 2.0, rounds: int = 20) -> None:
     """Drive an in-process worker and the dispatcher until nothing is in flight or due within `horizon` seconds."""
-    from delivery import dispatch
+    from delivery.engine import dispatch
     from delivery.models import Delivery
 
     for _ in range(rounds):

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from delivery.circuit import ACTIVE, DISABLED, FROZEN, Health, Thresholds, next_state
+from delivery.rules.circuit import ACTIVE, DISABLED, FROZEN, Health, Thresholds, next_state
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 LIMITS = Thresholds()

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delivery.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Outcome, decide, parse_retry_after
-from delivery.policy import parse
+from delivery.rules.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Outcome, decide, parse_retry_after
+from delivery.rules.policy import parse
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RNG = random.Random(7)

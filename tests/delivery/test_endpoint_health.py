@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from delivery import dispatch, health
+from delivery.engine import dispatch, health
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Endpoint, EndpointTransition
 from tests.conftest import publish, subscribe, wait_until

@@ -2,7 +2,7 @@
 
 import pytest
 
-from delivery import dispatch
+from delivery.engine import dispatch
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription
 from tests.conftest import publish, settle
@@ -45,7 +45,7 @@ def test_a_fan_out_lost_with_redis_is_redone_by_the_reconciler(api, large_topic,
 
 
 def test_the_fan_out_job_is_idempotent(api, large_topic):
-    from delivery.fanout import fan_out
+    from delivery.engine.fanout import fan_out
 
     publish(api, large_topic, 1)
     message = Message.objects.get()

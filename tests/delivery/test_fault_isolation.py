@@ -16,10 +16,11 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
-from delivery import attempts, dispatch, jobs, leases, localredis, recording
+from delivery.engine import attempts, dispatch, jobs, leases, recording
+from delivery.management import localredis
 from delivery.models import Attempt, Delivery
-from delivery.sender import SendResult
-from delivery.storable import TRUNCATED_HEADER
+from delivery.rules.storable import TRUNCATED_HEADER
+from delivery.transport.sender import SendResult
 from tests.conftest import publish, subscribe, wait_until
 from tests.receiver import Receiver, Reply
 

@@ -1,6 +1,6 @@
 import pytest
 
-from delivery.filtering import FilterPolicyError, matches, validate
+from delivery.rules.filter_policy import FilterPolicyError, matches, validate
 
 
 @pytest.mark.parametrize("policy, attributes, expected", [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delivery.policy import PRESETS, PolicyError, effective, parse
+from delivery.rules.policy import PRESETS, PolicyError, effective, parse
 
 SNS_DOC_EXAMPLE = {"minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50, "numNoDelayRetries": 3,
                    "numMinDelayRetries": 2, "numMaxDelayRetries": 35, "backoffFunction": "exponential"}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from delivery.policy import PRESETS
+from delivery.rules.policy import PRESETS
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from delivery import dispatch, retention
+from delivery.engine import dispatch, retention
 from delivery.models import Attempt, Delivery, Message
 from tests.conftest import publish, settle, subscribe
 from tests.receiver import Reply

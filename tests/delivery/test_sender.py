@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from delivery.sender import EXCERPT_BYTES, send
-from delivery.wire import OutgoingRequest
+from delivery.rules.wire import OutgoingRequest
+from delivery.transport.sender import EXCERPT_BYTES, send
 from tests.receiver import Reply
 
 

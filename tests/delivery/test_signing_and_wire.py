@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 from standardwebhooks.webhooks import Webhook
 
-from delivery import signing, wire
+from delivery.rules import signing, wire
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 SECOND = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODk="

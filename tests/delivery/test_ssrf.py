@@ -6,8 +6,8 @@ import ssl
 import pytest
 import trustme
 
-from delivery import sender, ssrf
-from delivery.wire import OutgoingRequest
+from delivery.rules.wire import OutgoingRequest
+from delivery.transport import sender, ssrf
 from tests.receiver import Receiver, Reply
 
 NONE_ALLOWED: tuple = ()

@@ -1,7 +1,7 @@
 """What PostgreSQL can store: cleaning what receivers send, refusing what users send."""
 
 
-from delivery.storable import MAX_JSON_DEPTH, TRUNCATED_HEADER, clean_headers, clean_text, json_problems
+from delivery.rules.storable import MAX_JSON_DEPTH, TRUNCATED_HEADER, clean_headers, clean_text, json_problems
 
 
 def test_clean_text_removes_nul_and_replaces_lone_surrogates():

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models import F
 
-from delivery import transitions
-from delivery.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Decision
+from delivery.engine import transitions
 from delivery.models import Delivery
+from delivery.rules.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Decision
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

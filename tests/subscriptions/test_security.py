@@ -14,8 +14,8 @@ from rq.job import Job
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from delivery.models import Delivery, Message
+from delivery.web.subscription_views import PublishRateThrottle
 from subscriptions.models import Subscription
-from subscriptions.views import PublishRateThrottle
 from tests.conftest import ROOT, subprocess_env, subscribe
 from tests.receiver import Reply, parse_cloudevent
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from delivery import dispatch, retention
+from delivery.engine import dispatch, retention
 
 log = logging.getLogger("herald.cron")
 

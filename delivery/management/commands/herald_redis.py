@@ -7,7 +7,7 @@ import socket
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from delivery import localredis
+from delivery.management import localredis
 
 
 class Command(BaseCommand):

@@ -1,0 +1,33 @@
+"""The effective delivery policy of a subscription: its own, else its topic's, else the system default."""
+
+import json
+from functools import lru_cache
+
+from django.conf import settings
+
+from delivery.rules import policy
+
+
+def system_default():
+    raw = settings.HERALD_DEFAULT_DELIVERY_POLICY
+    raw = raw.strip() if isinstance(raw, str) else raw
+    if isinstance(raw, str) and raw.startswith("{"):
+        return json.loads(raw)
+    return raw
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(document_json: str) -> policy.DeliveryPolicy:
+    return policy.parse(json.loads(document_json))
+
+
+def policy_for(subscription_policy, topic_policy) -> policy.DeliveryPolicy:
+    """Hot path: parse once per distinct document per process."""
+    for document in (subscription_policy, topic_policy, system_default()):
+        if document:
+            return _parse_cached(json.dumps(document, sort_keys=True))
+    return _parse_cached(json.dumps("sns-default"))
+
+
+def subscription_policy(subscription) -> policy.DeliveryPolicy:
+    return policy_for(subscription.delivery_policy, subscription.topic.delivery_policy)

@@ -1,0 +1,17 @@
+"""The one error type services raise; the API turns it into a clean 4xx (delivery/web/errors.py)."""
+
+
+class ApplicationError(Exception):
+    """Raised by services; the API turns it into a clean 4xx."""
+
+    def __init__(self, message: str, *, status_code: int = 400, field: str | None = None, extra: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.field = field
+        self.extra = extra or {}
+
+    def as_payload(self) -> dict:
+        if self.field:
+            return {self.field: [self.message], **self.extra}
+        return {"detail": self.message, **self.extra}

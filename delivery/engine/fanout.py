@@ -1,0 +1,69 @@
+"""Which subscriptions a message goes to, and creating its deliveries: inline for small topics, by a job for
+large ones, so that publishing answers quickly whatever the fan-out size.
+
+The fan-out job is idempotent (one delivery per message and subscription, conflicts ignored), and a message
+whose job was lost (Redis flushed) is found by the reconciler through `fanout_pending` and fanned out again.
+"""
+
+import logging
+from datetime import timedelta
+
+import django_rq
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from delivery.engine import transitions
+from delivery.engine.wakeup import wake_dispatcher
+from delivery.models import Delivery, Message
+from delivery.rules.filter_policy import matches
+from subscriptions.models import Subscription
+
+log = logging.getLogger(__name__)
+CHUNK = 1000
+LIVE = (Subscription.Status.CONFIRMED, Subscription.Status.PAUSED)
+
+
+def targets(topic_id: int, attributes: dict) -> list[tuple[int, int, str]]:
+    """(subscription id, endpoint id, status) of every live subscription whose filter matches the attributes."""
+    rows = Subscription.objects.filter(topic_id=topic_id, status__in=LIVE).values_list(
+        "id", "endpoint_id", "status", "filter_policy")
+    return [(sid, eid, status) for sid, eid, status, policy in rows if matches(policy, attributes)]
+
+
+def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery]:
+    """Unsaved deliveries; a paused subscription's are held (no due time) until it resumes."""
+    return [Delivery(message=message, subscription_id=sid, endpoint_id=eid,
+                     **transitions.initial(due=None if status == Subscription.Status.PAUSED else message.published_at))
+            for sid, eid, status in chosen]
+
+
+def enqueue_fan_out(message_id) -> None:
+    try:
+        django_rq.get_queue("deliveries").enqueue(fan_out, str(message_id), result_ttl=0,
+                                                  job_timeout=settings.HERALD_JOB_TIMEOUT_SECONDS)
+    except Exception:  # Redis down: the reconciler finds the message by fanout_pending
+        log.exception("could not enqueue the fan-out of message %s; the reconciler will retry", message_id)
+
+
+def fan_out(message_id: str) -> int:
+    """The RQ job: create the message's deliveries in chunks; the scheduler batches them onto the `deliveries` queue."""
+    message = Message.objects.filter(id=message_id, fanout_pending=True).first()
+    if message is None:
+        return 0
+    chosen = targets(message.topic_id, message.attributes)
+    for start in range(0, len(chosen), CHUNK):
+        with transaction.atomic():
+            Delivery.objects.bulk_create(build(message, chosen[start:start + CHUNK]), ignore_conflicts=True)
+    Message.objects.filter(id=message.id).update(fanout_pending=False)
+    wake_dispatcher()
+    return len(chosen)
+
+
+def requeue_lost_fan_outs(now=None) -> int:
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
+    lost = list(Message.objects.filter(fanout_pending=True, published_at__lt=stale).values_list("id", flat=True)[:100])
+    for message_id in lost:
+        enqueue_fan_out(message_id)
+    return len(lost)

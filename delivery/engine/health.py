@@ -1,0 +1,169 @@
+"""Endpoint health on the attempt path and by hand: counters, the rolling rate window, transitions, probes.
+
+Counters change only through SQL increments and upserts, so workers failing at the same moment never lose an
+update. State changes are conditional updates (`WHERE state = <from>`), so two workers that see the same threshold
+crossed record one transition, not two.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from delivery.engine import transitions
+from delivery.engine.wakeup import wake_dispatcher
+from delivery.models import Delivery
+from delivery.rules import circuit
+from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
+
+WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the default 24 h window)
+
+
+def thresholds() -> circuit.Thresholds:
+    return circuit.Thresholds(
+        disable_failure_rate=settings.HERALD_DISABLE_FAILURE_RATE,
+        disable_min_attempts=settings.HERALD_DISABLE_MIN_ATTEMPTS,
+        disable_consecutive_failures=settings.HERALD_DISABLE_CONSECUTIVE_FAILURES,
+        freeze_consecutive_failures=settings.HERALD_FREEZE_CONSECUTIVE_FAILURES,
+        freeze_silence_seconds=settings.HERALD_FREEZE_SILENCE_SECONDS,
+        freeze_absolute_failures=settings.HERALD_FREEZE_ABSOLUTE_FAILURES,
+    )
+
+
+def bucket_seconds() -> int:
+    return max(1, settings.HERALD_RATE_WINDOW_SECONDS // WINDOW_BUCKETS)
+
+
+def _add_to_window(endpoint_id: int, attempts: int, failures: int, now) -> None:
+    size = bucket_seconds()
+    bucket = int(now.timestamp()) // size * size
+    table = EndpointWindowBucket._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {table} (endpoint_id, bucket, attempts, failures) VALUES (%s, %s, %s, %s)
+                ON CONFLICT (endpoint_id, bucket) DO UPDATE
+                SET attempts = {table}.attempts + excluded.attempts, failures = {table}.failures + excluded.failures""",
+            [endpoint_id, bucket, attempts, failures],
+        )
+
+
+def window_totals(endpoint_id: int, now) -> tuple[int, int]:
+    start = int(now.timestamp()) - settings.HERALD_RATE_WINDOW_SECONDS
+    totals = EndpointWindowBucket.objects.filter(endpoint_id=endpoint_id, bucket__gt=start).aggregate(
+        attempts=Sum("attempts"), failures=Sum("failures"))
+    return totals["attempts"] or 0, totals["failures"] or 0
+
+
+def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = False, probe: bool = False) -> None:
+    """Apply a batch of attempt outcomes (True = success), in order, to one endpoint; transition if called for."""
+    if not outcomes:
+        return
+    failures = outcomes.count(False)
+    _add_to_window(endpoint_id, len(outcomes), failures, now)
+    changes = {"window_attempts": F("window_attempts") + len(outcomes),
+               "window_failures": F("window_failures") + failures}
+    if True in outcomes:
+        trailing = len(outcomes) - 1 - max(i for i, ok in enumerate(outcomes) if ok)
+        changes.update(consecutive_failures=trailing, last_success_at=now)
+    else:
+        changes["consecutive_failures"] = F("consecutive_failures") + failures
+    if failures:
+        changes["last_failure_at"] = now
+    Endpoint.objects.filter(id=endpoint_id).update(**changes)
+    if failures or gone or probe:
+        evaluate(endpoint_id, now, gone=gone, probe_succeeded=probe and outcomes[-1])
+
+
+def evaluate(endpoint_id: int, now, *, gone: bool = False, probe_succeeded: bool = False) -> None:
+    attempts, failures = window_totals(endpoint_id, now)
+    Endpoint.objects.filter(id=endpoint_id).update(window_attempts=attempts, window_failures=failures)
+    endpoint = Endpoint.objects.get(id=endpoint_id)
+    state = circuit.Health(endpoint.state, endpoint.consecutive_failures, attempts, failures,
+                           endpoint.last_success_at)
+    transition = circuit.next_state(state, thresholds(), now, gone=gone, probe_succeeded=probe_succeeded)
+    if transition:
+        transition_endpoint(endpoint, transition.to_state, transition.reason, now=now)
+
+
+def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=None, actor=None,
+                        reset: bool = False) -> bool:
+    """Move an endpoint to `to_state` if it is still in the state we read; record the transition. True if moved."""
+    now = now or timezone.now()
+    from_state = endpoint.state
+    changes = {"state": to_state, "state_changed_at": now, "state_reason": reason[:255],
+               "next_probe_at": now + timedelta(seconds=settings.HERALD_PROBE_INTERVAL_SECONDS)
+               if to_state == circuit.DISABLED else None}
+    if reset:
+        changes.update(consecutive_failures=0, window_attempts=0, window_failures=0)
+    with transaction.atomic():
+        moved = Endpoint.objects.filter(id=endpoint.id, state=from_state).update(**changes)
+        if not moved:
+            return False
+        if reset:
+            EndpointWindowBucket.objects.filter(endpoint_id=endpoint.id).delete()
+        endpoint.refresh_from_db()
+        EndpointTransition.objects.create(
+            endpoint=endpoint, at=now, from_state=from_state, to_state=to_state, reason=reason[:255], actor=actor,
+            consecutive_failures=endpoint.consecutive_failures, window_attempts=endpoint.window_attempts,
+            window_failures=endpoint.window_failures,
+        )
+        if to_state == circuit.ACTIVE:
+            release_held(endpoint.id, now)
+    return True
+
+
+def release_held(endpoint_id: int, now) -> int:
+    """Deliveries held for an unhealthy endpoint become due at once (the throttle still applies)."""
+    released = Delivery.objects.filter(
+        endpoint_id=endpoint_id, status=Delivery.Status.PENDING, next_attempt_at__isnull=True,
+        subscription__status=Subscription.Status.CONFIRMED,
+    ).update(**transitions.released(now=now))
+    if released:
+        transaction.on_commit(wake_dispatcher)
+    return released
+
+
+def take_probe_slot(endpoint_id: int, now) -> bool:
+    """At most one probe per disabled endpoint per interval, across all workers."""
+    interval = timedelta(seconds=settings.HERALD_PROBE_INTERVAL_SECONDS)
+    return bool(Endpoint.objects.filter(id=endpoint_id, state=circuit.DISABLED, next_probe_at__lte=now)
+                .update(next_probe_at=now + interval))
+
+
+def schedule_probes(now=None) -> int:
+    """For each disabled endpoint whose probe is due, make one held delivery due so that a worker probes with it."""
+    now = now or timezone.now()
+    scheduled = 0
+    for endpoint_id in Endpoint.objects.filter(state=circuit.DISABLED, next_probe_at__lte=now).values_list(
+            "id", flat=True)[:1000]:
+        held = (Delivery.objects.filter(endpoint_id=endpoint_id, status=Delivery.Status.PENDING,
+                                        next_attempt_at__isnull=True,
+                                        subscription__status=Subscription.Status.CONFIRMED)
+                .order_by("id").values_list("id", flat=True)[:1])
+        scheduled += Delivery.objects.filter(id__in=list(held), next_attempt_at__isnull=True).update(
+            **transitions.released(now=now))
+    return scheduled
+
+
+def endpoint_enable(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    """By hand: active again, counters reset, held deliveries released. Works from disabled and frozen."""
+    if endpoint.state != circuit.ACTIVE:
+        transition_endpoint(endpoint, circuit.ACTIVE, "enabled by hand", actor=actor, reset=True)
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+def endpoint_disable(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    if endpoint.state == circuit.ACTIVE:
+        transition_endpoint(endpoint, circuit.DISABLED, "disabled by hand", actor=actor)
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+def endpoint_freeze(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    if endpoint.state != circuit.FROZEN:
+        transition_endpoint(endpoint, circuit.FROZEN, "frozen by hand", actor=actor)
+    endpoint.refresh_from_db()
+    return endpoint

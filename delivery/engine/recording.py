@@ -1,0 +1,155 @@
+"""Recording a batch of tries: the attempt rows, the deliveries' new state, and the endpoints' health.
+
+A batch is an optimisation, never a failure domain. It is written in one short transaction; if that fails, row by
+row; and a row that still cannot be stored is recorded with an attempt stripped of what the receiver sent, under
+the error class `unrecordable`, so its try still counts and its schedule still moves on. Only rows whose lease is
+still this job's are written, and an attempt row is created only for those: recording twice is harmless.
+"""
+
+import logging
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from delivery.engine import health, leases, transitions
+from delivery.engine.wakeup import wake_dispatcher
+from delivery.models import Attempt, Delivery
+from delivery.rules import decisions
+from delivery.rules.policy import DeliveryPolicy
+from delivery.rules.storable import clean_text
+from delivery.rules.wire import OutgoingRequest
+from delivery.transport.sender import EXCERPT_BYTES, SendResult
+
+log = logging.getLogger(__name__)
+_rng = random.SystemRandom()
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One try of one delivery: what was sent (None if Herald failed before sending) and what came back."""
+
+    delivery: Delivery
+    policy: DeliveryPolicy
+    number: int
+    request: OutgoingRequest | None
+    result: SendResult
+    queue: str
+
+
+def header(headers: dict, name: str) -> str | None:
+    wanted = name.lower()
+    return next((value for key, value in headers.items() if key.lower() == wanted), None)
+
+
+def decide(tried: Tried) -> decisions.Decision:
+    result, delivery = tried.result, tried.delivery
+    finished = finished_at(result)
+    outcome = decisions.Outcome(status=result.status, error_class=result.error_class,
+                                retry_after=decisions.parse_retry_after(header(result.headers, "Retry-After"),
+                                                                        finished))
+    return decisions.decide(tried.policy, attempt_number=tried.number - delivery.budget_attempts,
+                            published_at=delivery.budget_start, now=finished, rng=_rng, outcome=outcome)
+
+
+def finished_at(result: SendResult) -> datetime:
+    return datetime.fromtimestamp(result.started_at, tz=UTC) + timedelta(milliseconds=result.duration_ms)
+
+
+def attempt_row(tried: Tried, outcome: str) -> Attempt:
+    request, result = tried.request, tried.result
+    return Attempt(
+        delivery_id=tried.delivery.id, number=tried.number, queue=tried.queue,
+        started_at=datetime.fromtimestamp(result.started_at, tz=UTC), duration_ms=result.duration_ms,
+        request_url=request.url if request else tried.delivery.endpoint.url,
+        request_headers=request.headers if request else {},
+        request_body=clean_text(request.body[:EXCERPT_BYTES].decode("utf-8", "replace")) if request else "",
+        response_status=result.status, response_headers=result.headers, response_body=result.body_excerpt,
+        error_class=result.error_class, error_detail=result.error_detail, outcome=outcome,
+    )
+
+
+def stripped(attempt: Attempt, exc: Exception) -> Attempt:
+    """The same attempt without anything the receiver sent: what is left is ours and always storable."""
+    return Attempt(
+        delivery_id=attempt.delivery_id, number=attempt.number, queue=attempt.queue, started_at=attempt.started_at,
+        duration_ms=attempt.duration_ms, request_url=attempt.request_url, response_status=attempt.response_status,
+        error_class=Attempt.ErrorClass.UNRECORDABLE, outcome=attempt.outcome,
+        error_detail=f"the answer could not be stored ({type(exc).__name__}); it was left out",
+    )
+
+
+def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], set[int]]:
+    """For each try, the policy's decision as the delivery's changes and its attempt row; and the deliveries whose
+    answer (410 Gone) freezes their endpoint."""
+    changes: dict[int, dict] = {}
+    attempts: dict[int, Attempt] = {}
+    gone: set[int] = set()
+    for tried in tries:
+        decision = decide(tried)
+        changes[tried.delivery.id] = transitions.attempted(tried.delivery, decision, now=finished_at(tried.result))
+        attempts[tried.delivery.id] = attempt_row(tried, decision.attempt_outcome)
+        if decision.freeze_endpoint:
+            gone.add(tried.delivery.id)
+    return changes, attempts, gone
+
+
+def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int]) -> None:
+    """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired)."""
+    if not tries and not untried:
+        return
+    changes, attempts, gone = outcomes(tries)
+    updates = {**untried, **changes}
+    try:
+        with transaction.atomic():
+            written = leases.write_back(claimed, updates)
+            Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
+    except DatabaseError as exc:
+        log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
+        written = record_one_by_one(claimed, updates, attempts)
+    record_health([t for t in tries if t.delivery.id in written], gone, probes)
+    if any(transitions.wakes_scheduler(change) for key, change in updates.items() if key in written):
+        wake_dispatcher()
+
+
+def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int, Attempt]) -> set[int]:
+    by_id = {delivery.id: delivery for delivery in claimed}
+    written = set()
+    for delivery_id, changes in updates.items():
+        attempt = attempts.get(delivery_id)
+        try:
+            written |= write_one(by_id[delivery_id], changes, attempt)
+        except DatabaseError as exc:
+            if attempt is None:
+                raise  # nothing of the receiver's in it: the database itself is failing
+            log.warning("delivery %s: its attempt could not be stored (%s); recorded without the answer",
+                        delivery_id, exc)
+            written |= write_one(by_id[delivery_id], changes, stripped(attempt, exc))
+    return written
+
+
+def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set[int]:
+    with transaction.atomic():
+        written = leases.write_back([delivery], {delivery.id: changes})
+        if written and attempt is not None:
+            attempt.save()
+    return written
+
+
+def record_health(tries: list[Tried], gone: set[int], probes: set[int]) -> None:
+    """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's."""
+    by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
+    for tried in tries:
+        seen = by_endpoint[tried.delivery.endpoint_id]
+        seen["outcomes"].append(tried.result.ok)
+        seen["gone"] |= tried.delivery.id in gone
+        seen["probe"] |= tried.delivery.id in probes
+    now = timezone.now()
+    for endpoint_id, seen in by_endpoint.items():
+        try:
+            health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
+        except DatabaseError:
+            log.exception("endpoint %s: its health counters could not be updated", endpoint_id)

@@ -1,8 +1,0 @@
-"""RQ jobs. They take ids, re-read state, and stay thin."""
-
-from . import attempts
-
-
-def deliver(delivery_ids: list[int], queue_name: str = "deliveries") -> int:
-    """Attempt the given deliveries; ids that are not pending and due are ignored, so duplicates are harmless."""
-    return attempts.process(delivery_ids, queue_name)

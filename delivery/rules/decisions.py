@@ -1,0 +1,82 @@
+"""What happens after an attempt (pure; no Django): succeed, retry at T, dead-letter, or drop."""
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
+
+SUCCEED, RETRY, DEAD_LETTER, DROP = "succeed", "retry", "dead_letter", "drop"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int | None
+    error_class: str = ""
+    retry_after: float | None = None  # seconds, from a 429/503 Retry-After header
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    attempt_outcome: str  # success | retryable_failure | permanent_failure (what the Attempt row records)
+    next_attempt_at: datetime | None = None
+    reason: str = ""  # dead-letter reason
+    freeze_endpoint: bool = False
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return max(0.0, (moment - now).total_seconds())
+
+
+def jittered(delay: float, jitter: float, rng: random.Random) -> float:
+    if not jitter or not delay:
+        return delay
+    return delay * rng.uniform(1 - jitter, 1 + jitter)
+
+
+def give_up(policy: DeliveryPolicy, reason: str, outcome: str, freeze: bool = False) -> Decision:
+    action = DEAD_LETTER if policy.dead_letter else DROP
+    return Decision(action=action, attempt_outcome=outcome, reason=reason, freeze_endpoint=freeze)
+
+
+def decide(
+    policy: DeliveryPolicy,
+    *,
+    attempt_number: int,
+    published_at: datetime,
+    now: datetime,
+    rng: random.Random,
+    outcome: Outcome,
+) -> Decision:
+    """Decide after attempt `attempt_number` (1-based) ended with `outcome` at `now`."""
+    status = outcome.status
+    if status is not None and 200 <= status < 300:
+        return Decision(action=SUCCEED, attempt_outcome="success")
+    if status == 410:
+        return give_up(policy, "permanent_failure", "permanent_failure", freeze=True)
+    if status is not None and status in policy.permanent_failure_codes:
+        return give_up(policy, "permanent_failure", "permanent_failure")
+    delay = policy.retry_delay(attempt_number)
+    if delay is None:
+        return give_up(policy, "max_attempts", "retryable_failure")
+    delay = jittered(delay, policy.jitter, rng)
+    if status in (429, 503) and outcome.retry_after is not None:
+        delay = max(delay, min(outcome.retry_after, RETRY_AFTER_CAP_SECONDS))
+    at = now + timedelta(seconds=delay)
+    if policy.max_age_seconds is not None and at > published_at + timedelta(seconds=policy.max_age_seconds):
+        return give_up(policy, "ttl_expired", "retryable_failure")
+    return Decision(action=RETRY, attempt_outcome="retryable_failure", next_attempt_at=at)

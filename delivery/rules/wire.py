@@ -1,0 +1,104 @@
+"""What an endpoint receives: the body and headers of one attempt (pure; no Django).
+
+Default: a CloudEvents 1.0 structured-mode JSON event. With raw delivery: the payload as published plus the
+CloudEvents binary-mode `ce-*` headers. Always the Standard Webhooks headers and Herald's own.
+"""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import quote
+
+from delivery.rules import signing
+
+CLOUDEVENTS_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The parts of a message and its subscription that shape the request."""
+
+    message_id: str
+    topic_name: str
+    event_type: str
+    subject: str
+    published_at: datetime
+    payload: object
+    payload_is_text: bool
+    subscription_id: int
+    url: str
+    raw: bool
+    secrets: tuple[str, ...]
+    content_type: str | None = None  # requestPolicy.headerContentType, for raw delivery
+    user_agent: str = "Herald"
+
+
+@dataclass(frozen=True)
+class OutgoingRequest:
+    url: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def payload_bytes(payload: object, is_text: bool) -> bytes:
+    if is_text:
+        return str(payload).encode()
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def data_content_type(is_text: bool) -> str:
+    return "text/plain; charset=utf-8" if is_text else "application/json"
+
+
+def cloudevent(envelope: Envelope) -> dict:
+    event = {
+        "specversion": "1.0",
+        "id": envelope.message_id,
+        "source": f"/topics/{envelope.topic_name}",
+        "type": envelope.event_type,
+        "time": rfc3339(envelope.published_at),
+        "datacontenttype": data_content_type(envelope.payload_is_text),
+        "data": envelope.payload,
+    }
+    if envelope.subject:
+        event["subject"] = envelope.subject
+    return event
+
+
+def header_value(value: str) -> str:
+    """CloudEvents HTTP binding: percent-encode what is not printable ASCII, plus space, '"' and '%'."""
+    return quote(value, safe="!#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> OutgoingRequest:
+    if envelope.raw:
+        body = payload_bytes(envelope.payload, envelope.payload_is_text)
+        headers = {
+            "Content-Type": envelope.content_type or data_content_type(envelope.payload_is_text),
+            "ce-specversion": "1.0",
+            "ce-id": envelope.message_id,
+            "ce-source": header_value(f"/topics/{envelope.topic_name}"),
+            "ce-type": header_value(envelope.event_type),
+            "ce-time": rfc3339(envelope.published_at),
+        }
+        if envelope.subject:
+            headers["ce-subject"] = header_value(envelope.subject)
+    else:
+        body = json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
+        headers = {"Content-Type": CLOUDEVENTS_CONTENT_TYPE}
+    timestamp = int(now.timestamp())
+    headers.update(
+        {
+            "webhook-id": envelope.message_id,
+            "webhook-timestamp": str(timestamp),
+            "webhook-signature": signing.signature_header(envelope.secrets, envelope.message_id, timestamp, body),
+            "herald-attempt": str(attempt_number),
+            "herald-subscription": str(envelope.subscription_id),
+            "User-Agent": envelope.user_agent,
+        }
+    )
+    return OutgoingRequest(url=envelope.url, body=body, headers=headers)

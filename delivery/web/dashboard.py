@@ -1,0 +1,85 @@
+"""The operator dashboard: traffic over time, failing endpoints, endpoint states, dead letters, queues."""
+
+from datetime import timedelta
+
+import django_rq
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Count, Q
+from django.db.models.functions import TruncHour, TruncMinute
+from django.shortcuts import render
+from django.utils import timezone
+from rq import Worker
+
+from delivery.models import Attempt, Delivery
+from subscriptions.models import Endpoint
+
+SPANS = {"1h": (timedelta(hours=1), TruncMinute, timedelta(minutes=1)),
+         "24h": (timedelta(hours=24), TruncHour, timedelta(hours=1))}
+CHART_HEIGHT = 120
+
+
+def traffic(span: str, now) -> dict:
+    """Attempts per bucket, split into successes and failures, ready to draw as bars."""
+    length, trunc, step = SPANS[span]
+    first = now - length
+    rows = (Attempt.objects.filter(started_at__gte=first).annotate(bucket=trunc("started_at"))
+            .values("bucket").annotate(ok=Count("id", filter=Q(outcome="success")),
+                                       failed=Count("id", filter=~Q(outcome="success"))))
+    counts = {row["bucket"]: (row["ok"], row["failed"]) for row in rows}
+    buckets, moment = [], trunc_to(first, step)
+    while moment <= now:
+        ok, failed = counts.get(moment, (0, 0))
+        buckets.append({"at": moment, "ok": ok, "failed": failed})
+        moment += step
+    peak = max((b["ok"] + b["failed"] for b in buckets), default=0) or 1
+    width = 100 / len(buckets)
+    for index, bucket in enumerate(buckets):
+        bucket["x"] = round(index * width, 3)
+        bucket["w"] = round(width * 0.8, 3)
+        bucket["ok_h"] = round(bucket["ok"] / peak * CHART_HEIGHT, 1)
+        bucket["failed_h"] = round(bucket["failed"] / peak * CHART_HEIGHT, 1)
+        bucket["failed_y"] = round(CHART_HEIGHT - bucket["failed_h"], 1)
+        bucket["ok_y"] = round(bucket["failed_y"] - bucket["ok_h"], 1)
+    return {"buckets": buckets, "peak": peak, "height": CHART_HEIGHT, "span": span,
+            "total_ok": sum(b["ok"] for b in buckets), "total_failed": sum(b["failed"] for b in buckets)}
+
+
+def trunc_to(moment, step: timedelta):
+    if step == timedelta(minutes=1):
+        return moment.replace(second=0, microsecond=0)
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def queues() -> dict:
+    try:
+        connection = django_rq.get_connection("deliveries")
+        depths = {name: django_rq.get_queue(name).count for name in ("deliveries", "retries")}
+        workers = [{"name": w.name, "state": w.get_state(), "queues": ", ".join(w.queue_names()),
+                    "current_job": w.get_current_job_id() or ""} for w in Worker.all(connection=connection)]
+        return {"depths": depths, "workers": workers, "error": ""}
+    except Exception as exc:  # the dashboard must render while Redis is down, and say so
+        return {"depths": {}, "workers": [], "error": f"Redis is unreachable: {exc}"}
+
+
+@staff_member_required
+def dashboard(request):
+    now = timezone.now()
+    span = request.GET.get("span", "24h") if request.GET.get("span") in SPANS else "24h"
+    dead = Delivery.objects.filter(status=Delivery.Status.DEAD_LETTERED)
+    context = {
+        "title": "Delivery dashboard",
+        "traffic": traffic(span, now),
+        "spans": list(SPANS),
+        "states": dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by()),
+        "failing": Endpoint.objects.filter(Q(consecutive_failures__gt=0) | ~Q(state="active"))
+        .order_by("-consecutive_failures", "-window_failures")[:10],
+        "dead_total": dead.count(),
+        "dead_by_reason": dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by()),
+        "recent_failures": Delivery.objects.filter(
+            Q(status=Delivery.Status.DEAD_LETTERED) | Q(status=Delivery.Status.PENDING, attempt_count__gt=0))
+        .select_related("endpoint", "subscription__topic").order_by("-last_attempt_at")[:15],
+        "pending_retries": Delivery.objects.filter(status=Delivery.Status.PENDING, attempt_count__gt=0).count(),
+        "held": Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True).count(),
+        "queues": queues(),
+    }
+    return render(request, "admin/herald/dashboard.html", context)

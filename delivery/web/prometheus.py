@@ -1,0 +1,78 @@
+"""`/metrics` for Prometheus: gauges and counters read from PostgreSQL and Redis at scrape time.
+
+Workers, web processes and the scheduler are separate processes on any number of hosts, so in-process counters
+would each see a slice. The database already holds the truth; one scrape costs a few aggregate queries.
+Enabled by setting HERALD_METRICS_TOKEN; scrapers send it as `Authorization: Bearer <token>`.
+"""
+
+import hmac
+from datetime import timedelta
+
+import django_rq
+from django.conf import settings
+from django.db.models import Count
+from django.http import Http404, HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from delivery.models import Attempt, Delivery
+from subscriptions.models import Endpoint
+
+RECENT = timedelta(minutes=5)
+
+
+class HeraldCollector:
+    def collect(self):
+        deliveries = GaugeMetricFamily("herald_deliveries", "Deliveries by status (within retention).",
+                                       labels=["status"])
+        counts = dict(Delivery.objects.values_list("status").annotate(n=Count("id")).order_by())
+        for status in Delivery.Status.values:
+            deliveries.add_metric([status], counts.get(status, 0))
+        yield deliveries
+
+        dead = GaugeMetricFamily("herald_dead_letters", "Dead-lettered deliveries by reason.", labels=["reason"])
+        for reason, n in (Delivery.objects.filter(status=Delivery.Status.DEAD_LETTERED)
+                          .values_list("dead_letter_reason").annotate(n=Count("id")).order_by()):
+            dead.add_metric([reason], n)
+        yield dead
+
+        held = GaugeMetricFamily("herald_deliveries_held", "Pending deliveries held (paused or unhealthy endpoint).")
+        held.add_metric([], Delivery.objects.filter(status=Delivery.Status.PENDING,
+                                                    next_attempt_at__isnull=True).count())
+        yield held
+
+        endpoints = GaugeMetricFamily("herald_endpoints", "Endpoints by state.", labels=["state"])
+        states = dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by())
+        for state in Endpoint.State.values:
+            endpoints.add_metric([state], states.get(state, 0))
+        yield endpoints
+
+        attempts = CounterMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome.",
+                                       labels=["outcome"])
+        since = timezone.now() - RECENT
+        for outcome, n in (Attempt.objects.filter(started_at__gte=since).values_list("outcome")
+                           .annotate(n=Count("id")).order_by()):
+            attempts.add_metric([outcome], n)
+        yield attempts
+
+        queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
+        try:
+            for name in ("deliveries", "retries"):
+                queues.add_metric([name], django_rq.get_queue(name).count)
+        except Exception:  # Redis down: report what we can; the missing series says it
+            pass
+        yield queues
+
+
+def metrics(request):
+    token = settings.HERALD_METRICS_TOKEN
+    if not token:
+        raise Http404("metrics are disabled; set HERALD_METRICS_TOKEN")
+    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if not hmac.compare_digest(given, token):
+        return HttpResponse("a bearer token is required\n", status=401, content_type="text/plain",
+                            headers={"WWW-Authenticate": "Bearer"})
+    registry = CollectorRegistry()
+    registry.register(HeraldCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

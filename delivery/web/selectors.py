@@ -1,0 +1,78 @@
+"""Per-subscription and per-topic metrics over a time window, like Event Grid's subscription view."""
+
+import re
+from datetime import timedelta
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from delivery.engine.errors import ApplicationError
+from delivery.models import Attempt, Delivery, Message
+
+WINDOW = re.compile(r"^(\d+)([smhd])$")
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW = timedelta(days=31)
+LATENCY_SAMPLE = 100_000
+
+
+def parse_window(raw: str | None) -> timedelta:
+    """`90s`, `15m`, `24h`, `7d` (default 24h, at most 31 days)."""
+    match = WINDOW.match(raw or "24h")
+    if not match:
+        raise ApplicationError("Use a number and a unit: s, m, h or d (e.g. 24h).", field="window")
+    number = match.group(1).lstrip("0") or "0"
+    # A number longer than 12 digits is past any allowed window; not parsing it avoids huge ints and overflow.
+    seconds = int(number) * UNITS[match.group(2)] if len(number) <= 12 else None
+    if seconds is None or not 1 <= seconds <= MAX_WINDOW.total_seconds():
+        raise ApplicationError("The window must be between 1 second and 31 days.", field="window")
+    return timedelta(seconds=seconds)
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float | None:
+    if not sorted_values:
+        return None
+    rank = fraction * (len(sorted_values) - 1)
+    low, high = int(rank), min(int(rank) + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (rank - low)
+
+
+def _summarize(deliveries, attempts, published: int, window: timedelta) -> dict:
+    counts = deliveries.aggregate(
+        matched=Count("id"),
+        succeeded=Count("id", filter=Q(status=Delivery.Status.SUCCEEDED)),
+        dead_lettered=Count("id", filter=Q(status=Delivery.Status.DEAD_LETTERED)),
+        dropped=Count("id", filter=Q(status=Delivery.Status.DROPPED)),
+        pending=Count("id", filter=Q(status__in=[Delivery.Status.PENDING, Delivery.Status.IN_FLIGHT])),
+    )
+    latencies = sorted(
+        (delivered - published_at).total_seconds() * 1000
+        for delivered, published_at in deliveries.filter(status=Delivery.Status.SUCCEEDED)
+        .values_list("delivered_at", "message__published_at")[:LATENCY_SAMPLE]
+    )
+    failed_attempts = attempts.exclude(outcome="success").count()
+    return {
+        "window_seconds": int(window.total_seconds()),
+        "published": published,
+        **counts,
+        "attempts": attempts.count(),
+        "failed_attempts": failed_attempts,
+        "latency_ms": {name: None if value is None else round(value, 1) for name, value in (
+            ("p50", percentile(latencies, 0.50)), ("p90", percentile(latencies, 0.90)),
+            ("p99", percentile(latencies, 0.99)), ("max", latencies[-1] if latencies else None))},
+    }
+
+
+def subscription_metrics(subscription, window: timedelta) -> dict:
+    since = timezone.now() - window
+    deliveries = Delivery.objects.filter(subscription=subscription, message__published_at__gte=since)
+    attempts = Attempt.objects.filter(delivery__subscription=subscription, started_at__gte=since)
+    published = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since).count()
+    return _summarize(deliveries, attempts, published, window)
+
+
+def topic_metrics(topic, window: timedelta) -> dict:
+    since = timezone.now() - window
+    deliveries = Delivery.objects.filter(message__topic=topic, message__published_at__gte=since)
+    attempts = Attempt.objects.filter(delivery__message__topic=topic, started_at__gte=since)
+    published = Message.objects.filter(topic=topic, published_at__gte=since).count()
+    return _summarize(deliveries, attempts, published, window)

@@ -1,0 +1,143 @@
+from rest_framework import serializers
+
+from delivery.engine.effective import subscription_policy
+from delivery.rules.filter_policy import FilterPolicyError
+from delivery.rules.filter_policy import validate as validate_filter
+from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
+
+
+class TopicSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Topic
+        fields = ["id", "name", "description", "delivery_policy", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+
+class EndpointTransitionSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = EndpointTransition
+        fields = ["at", "from_state", "to_state", "reason", "consecutive_failures", "window_attempts",
+                  "window_failures", "actor"]
+        read_only_fields = fields
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Endpoint
+        fields = ["id", "url", "state", "state_reason", "state_changed_at", "consecutive_failures",
+                  "window_attempts", "window_failures", "last_success_at", "last_failure_at", "next_probe_at",
+                  "created_at"]
+        read_only_fields = fields
+
+
+class EndpointDetailSerializer(EndpointSerializer):
+    transitions = serializers.SerializerMethodField()
+
+    class Meta(EndpointSerializer.Meta):
+        fields = EndpointSerializer.Meta.fields + ["transitions"]
+        read_only_fields = fields
+
+    def get_transitions(self, obj) -> list[dict]:
+        recent = obj.transitions.select_related("actor").order_by("-at", "-id")[:50]
+        return EndpointTransitionSerializer(recent, many=True).data
+
+
+class SubscriptionSerializer(serializers.ModelSerializer):
+    """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
+
+    topic = serializers.PrimaryKeyRelatedField(queryset=Topic.objects.all())
+    endpoint = serializers.CharField(source="endpoint.url", max_length=2048)
+    endpoint_id = serializers.IntegerField(source="endpoint.id", read_only=True)
+    endpoint_state = serializers.CharField(source="endpoint.state", read_only=True)
+    effective_delivery_policy = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Subscription
+        fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
+                  "effective_delivery_policy", "filter_policy", "raw_message_delivery", "status", "confirmed_at",
+                  "created_at", "updated_at"]
+        read_only_fields = ["id", "status", "confirmed_at", "created_at", "updated_at"]
+
+    def get_effective_delivery_policy(self, obj) -> dict:
+        return subscription_policy(obj).document
+
+    def validate_filter_policy(self, value):
+        try:
+            validate_filter(value)
+        except FilterPolicyError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return value
+
+    def validate_topic(self, topic):
+        request = self.context["request"]
+        if not (request.user.is_staff or topic.owner_id == request.user.id):
+            # Same answer as for a topic that does not exist: never reveal other owners' topics.
+            raise serializers.ValidationError(f'Invalid pk "{topic.pk}" - object does not exist.')
+        return topic
+
+
+class SubscriptionUpdateSerializer(SubscriptionSerializer):
+    topic = serializers.PrimaryKeyRelatedField(read_only=True)
+
+
+class SubscriptionCreatedSerializer(SubscriptionSerializer):
+    secret = serializers.CharField(read_only=True)
+
+    class Meta(SubscriptionSerializer.Meta):
+        fields = SubscriptionSerializer.Meta.fields + ["secret"]
+
+
+class RotatedSecretSerializer(serializers.Serializer):
+    secret = serializers.CharField()
+    previous_secret_expires_at = serializers.DateTimeField()
+
+
+class PublishSerializer(serializers.Serializer):
+    payload = serializers.JSONField(required=False, help_text="Any JSON value.")
+    message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
+                                    help_text="Plain text, instead of payload.")
+    event_type = serializers.CharField(required=False, max_length=256, default="herald.message")
+    subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
+    attributes = serializers.DictField(required=False, default=dict)
+
+    def validate_attributes(self, value):
+        for key, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise serializers.ValidationError(f"{key}: attribute values must be strings or numbers")
+        return value
+
+    def validate(self, data):
+        has_payload, has_message = "payload" in self.initial_data, "message" in self.initial_data
+        if has_payload == has_message:
+            raise serializers.ValidationError({"payload": ["Give exactly one of payload (JSON) or message (text)."]})
+        return data
+
+
+class PublishedSerializer(serializers.Serializer):
+    message_id = serializers.UUIDField()
+    deliveries = serializers.IntegerField()
+    duplicate = serializers.BooleanField()
+
+
+class RedriveSerializer(serializers.Serializer):
+    since = serializers.DateTimeField(required=False, help_text="Only dead letters from this time on.")
+    until = serializers.DateTimeField(required=False, help_text="Only dead letters before this time.")
+
+    def validate(self, data):
+        if data.get("since") and data.get("until") and data["since"] >= data["until"]:
+            raise serializers.ValidationError({"until": ["must be later than since"]})
+        return data
+
+
+class RecoverSerializer(serializers.Serializer):
+    since = serializers.DateTimeField(help_text="Resend what failed for messages published from this time on.")
+
+
+class CountSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+
+
+class ConfirmSerializer(serializers.Serializer):
+    token = serializers.CharField()

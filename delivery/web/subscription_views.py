@@ -1,0 +1,232 @@
+import django_rq
+from django.conf import settings
+from django.db.models import Count
+from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
+
+from delivery.engine import health, recovery
+from delivery.engine import subscribing as services
+from delivery.engine.confirmation import confirmation_request, subscription_confirm
+from delivery.engine.errors import ApplicationError
+from delivery.engine.publishing import message_publish
+from delivery.models import Delivery
+from delivery.rules.wire import payload_bytes
+from delivery.web import selectors as metrics
+from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
+from delivery.web.serializers import DeliverySerializer
+from delivery.web.subscription_serializers import (
+    ConfirmSerializer,
+    CountSerializer,
+    EndpointDetailSerializer,
+    EndpointSerializer,
+    PublishedSerializer,
+    PublishSerializer,
+    RecoverSerializer,
+    RedriveSerializer,
+    RotatedSecretSerializer,
+    SubscriptionCreatedSerializer,
+    SubscriptionSerializer,
+    SubscriptionUpdateSerializer,
+    TopicSerializer,
+)
+from subscriptions.models import Endpoint, Subscription, Topic
+
+
+class PublishRateThrottle(UserRateThrottle):
+    """Per-user publish rate (HERALD_PUBLISH_RATE, e.g. "6000/min"), shared by all web processes through Redis."""
+
+    scope = "publish"
+
+
+class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+    queryset = Topic.objects.all()
+    serializer_class = TopicSerializer
+    filterset_fields = ["name"]
+    ordering_fields = ["id", "name", "created_at"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def perform_create(self, serializer):
+        serializer.instance = services.topic_create(owner=self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = services.topic_update(topic=serializer.instance, **serializer.validated_data)
+
+    @extend_schema(
+        request=PublishSerializer, responses={202: PublishedSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+    )
+    @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
+    def publish(self, request, pk=None):
+        topic = self.get_object()
+        django_rq.get_connection("deliveries").ping()  # Redis down: 503 before anything is written
+        limit = settings.HERALD_MAX_PAYLOAD_BYTES
+        if len(request.body) > 2 * limit + 65536:
+            raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
+        serializer = PublishSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        is_text = "message" in request.data
+        payload = data["message"] if is_text else data["payload"]
+        size = len(payload_bytes(payload, is_text))
+        if size > limit:
+            raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and len(key) > 255:
+            raise ApplicationError("At most 255 characters.", field="Idempotency-Key")
+        message, count, created = message_publish(
+            topic=topic, payload=payload, payload_is_text=is_text, event_type=data["event_type"],
+            subject=data["subject"], attributes=data["attributes"], idempotency_key=key,
+        )
+        body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
+        return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        topic = self.get_object()
+        return Response(metrics.topic_metrics(topic, metrics.parse_window(request.query_params.get("window"))))
+
+
+class SubscriptionFilter(FilterSet):
+    topic = ModelChoiceFilter(queryset=owned_choices(Topic))
+    endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
+
+    class Meta:
+        model = Subscription
+        fields = ["topic", "status", "endpoint", "raw_message_delivery"]
+
+
+class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+    queryset = Subscription.objects.select_related("topic", "endpoint")
+    owner_path = "topic__owner"
+    filterset_class = SubscriptionFilter
+    ordering_fields = ["id", "created_at", "status"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_serializer_class(self):
+        return SubscriptionUpdateSerializer if self.action == "partial_update" else SubscriptionSerializer
+
+    @extend_schema(responses={201: SubscriptionCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        subscription, _secret = services.subscription_create(
+            topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
+            filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery", False),
+        )
+        return Response(SubscriptionCreatedSerializer(subscription).data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        if "endpoint" in data:
+            data["endpoint"] = data["endpoint"]["url"]
+        serializer.instance = services.subscription_update(subscription=serializer.instance, **data)
+
+    @extend_schema(request=ConfirmSerializer, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def confirm(self, request, pk=None):
+        subscription = self.get_object()
+        serializer = ConfirmSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        confirmed = subscription_confirm(token=serializer.validated_data["token"], subscription=subscription)
+        return Response(SubscriptionSerializer(confirmed, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=RedriveSerializer, responses={202: CountSerializer})
+    @action(detail=True, methods=["post"])
+    def redrive(self, request, pk=None):
+        """Re-queue the subscription's dead letters with a fresh attempt budget."""
+        subscription = self.get_object()  # not yours: 404 before anything about the body
+        serializer = RedriveSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        count = recovery.subscription_redrive(subscription=subscription, **serializer.validated_data)
+        return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=RecoverSerializer, responses={202: CountSerializer})
+    @action(detail=True, methods=["post"])
+    def recover(self, request, pk=None):
+        """Resend everything that failed (dead-lettered or dropped) for messages published since a time."""
+        subscription = self.get_object()
+        serializer = RecoverSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        count = recovery.subscription_recover(subscription=subscription, **serializer.validated_data)
+        return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """Hold new and pending deliveries (their time-to-live still runs) until resumed."""
+        paused = recovery.subscription_pause(subscription=self.get_object())
+        return Response(SubscriptionSerializer(paused, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        resumed = recovery.subscription_resume(subscription=self.get_object())
+        return Response(SubscriptionSerializer(resumed, context=self.get_serializer_context()).data)
+
+    @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        subscription = self.get_object()
+        window = metrics.parse_window(request.query_params.get("window"))
+        return Response(metrics.subscription_metrics(subscription, window))
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="dead-letters")
+    def dead_letters(self, request, pk=None):
+        """Dead letters with their reasons: counts by reason and the newest first (paginated)."""
+        subscription = self.get_object()
+        dead = Delivery.objects.filter(subscription=subscription, status=Delivery.Status.DEAD_LETTERED)
+        by_reason = dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by())
+        page = self.paginate_queryset(dead.select_related("endpoint").order_by("-finished_at", "-id"))
+        response = self.get_paginated_response(DeliverySerializer(page, many=True).data)
+        response.data["by_reason"] = by_reason
+        return response
+
+    @extend_schema(request=None, responses={200: RotatedSecretSerializer})
+    @action(detail=True, methods=["post"], url_path="rotate-secret")
+    def rotate_secret(self, request, pk=None):
+        rotated = services.subscription_rotate_secret(subscription=self.get_object())
+        return Response(RotatedSecretSerializer(rotated).data)
+
+    @extend_schema(request=None, responses={202: None})
+    @action(detail=True, methods=["post"], url_path="resend-confirmation")
+    def resend_confirmation(self, request, pk=None):
+        subscription = self.get_object()
+        if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
+            raise ApplicationError("The subscription is already confirmed.", status_code=409)
+        confirmation_request(subscription=subscription)
+        return Response({"detail": "A new confirmation request is on its way."}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[OpenApiParameter("token", str, required=True)], responses={200: None})
+    @action(detail=False, methods=["get"], url_path="confirm", permission_classes=[AllowAny],
+            authentication_classes=[])
+    def confirm_by_link(self, request):
+        subscription = subscription_confirm(token=request.query_params.get("token", ""))
+        return Response({"detail": "Subscription confirmed.", "subscription_id": subscription.id})
+
+
+class EndpointViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      viewsets.GenericViewSet):
+    """URL health. `enable` lifts a disable or a freeze by hand: counters reset, held deliveries go out at once."""
+
+    queryset = Endpoint.objects.all()
+    filterset_fields = ["state", "url"]
+    ordering_fields = ["id", "consecutive_failures", "last_failure_at"]
+
+    def get_serializer_class(self):
+        return EndpointSerializer if self.action == "list" else EndpointDetailSerializer
+
+    @extend_schema(request=None, responses={200: EndpointDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def enable(self, request, pk=None):
+        endpoint = health.endpoint_enable(endpoint=self.get_object(), actor=request.user)
+        return Response(EndpointDetailSerializer(endpoint).data)
