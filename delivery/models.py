@@ -3,6 +3,15 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from delivery.rules.vocabulary import (
+    TERMINAL,
+    AttemptOutcome,
+    AttemptQueue,
+    DeadLetterReason,
+    DeliveryStatus,
+    ErrorClass,
+    choices,
+)
 from subscriptions.models import Endpoint, Subscription, Topic
 
 
@@ -43,32 +52,22 @@ class Message(models.Model):
 class Delivery(models.Model):
     """One (message, subscription) pair and where it stands."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        IN_FLIGHT = "in_flight"
-        SUCCEEDED = "succeeded"
-        DEAD_LETTERED = "dead_lettered"
-        DROPPED = "dropped"
+    Status = DeliveryStatus
 
-    class DeadLetterReason(models.TextChoices):
-        MAX_ATTEMPTS = "max_attempts"
-        TTL_EXPIRED = "ttl_expired"
-        PERMANENT_FAILURE = "permanent_failure"
-        ENDPOINT_FROZEN = "endpoint_frozen"
-        MANUAL = "manual"
+    DeadLetterReason = DeadLetterReason
 
-    TERMINAL = (Status.SUCCEEDED, Status.DEAD_LETTERED, Status.DROPPED)
+    TERMINAL = TERMINAL
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=16, choices=choices(DeliveryStatus), default=Status.PENDING)
     attempt_count = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     first_attempt_at = models.DateTimeField(null=True, blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    dead_letter_reason = models.CharField(max_length=32, choices=DeadLetterReason.choices, blank=True, default="")
+    dead_letter_reason = models.CharField(max_length=32, choices=choices(DeadLetterReason), blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
     # A redrive or manual retry grants a fresh attempt budget: the policy then counts attempts after
     # `budget_attempts` and measures the time-to-live from `budget_started_at` (else from publishing).
@@ -91,11 +90,13 @@ class Delivery(models.Model):
         indexes = [
             # The dispatcher's query: pending rows not yet on a queue, by due time. Partial, so it holds only the
             # retry backlog and stays small however large the table grows.
-            models.Index(fields=["next_attempt_at"], condition=Q(status="pending", queued=False), name="delivery_due"),
+            models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING, queued=False),
+                         name="delivery_due"),
             # The reconciler's query: queued rows whose job may have been lost.
-            models.Index(fields=["enqueued_at"], condition=Q(status="pending", queued=True), name="delivery_queued"),
+            models.Index(fields=["enqueued_at"], condition=Q(status=DeliveryStatus.PENDING, queued=True),
+                         name="delivery_queued"),
             # Lease expiry (crash recovery) scans only in-flight rows.
-            models.Index(fields=["lease_until"], condition=Q(status="in_flight"), name="delivery_lease"),
+            models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),
             models.Index(fields=["subscription", "status"], name="delivery_subscription_status"),
             models.Index(fields=["status", "finished_at"], name="delivery_status_finished"),
@@ -113,32 +114,15 @@ class Delivery(models.Model):
 class Attempt(models.Model):
     """One HTTP try of a delivery."""
 
-    class Queue(models.TextChoices):
-        DELIVERIES = "deliveries"
-        RETRIES = "retries"
-        MANUAL = "manual"
-        PROBE = "probe"
+    Queue = AttemptQueue
 
-    class ErrorClass(models.TextChoices):
-        TIMEOUT = "timeout"
-        CONNECTION = "connection"
-        DNS = "dns"
-        TLS = "tls"
-        BLOCKED_ADDRESS = "blocked_address"
-        HTTP_STATUS = "http_status"
-        REDIRECT = "redirect"
-        LEASE_EXPIRED = "lease_expired"  # its worker died or stalled mid-try; the request may have been sent
-        UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
-        INTERNAL = "internal"  # Herald failed before sending
+    ErrorClass = ErrorClass
 
-    class Outcome(models.TextChoices):
-        SUCCESS = "success"
-        RETRYABLE_FAILURE = "retryable_failure"
-        PERMANENT_FAILURE = "permanent_failure"
+    Outcome = AttemptOutcome
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempts")
     number = models.PositiveIntegerField()
-    queue = models.CharField(max_length=16, choices=Queue.choices)
+    queue = models.CharField(max_length=16, choices=choices(AttemptQueue))
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField()
     request_url = models.URLField(max_length=2048)
@@ -147,9 +131,9 @@ class Attempt(models.Model):
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     response_headers = models.JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True, default="")
-    error_class = models.CharField(max_length=32, choices=ErrorClass.choices, blank=True, default="")
+    error_class = models.CharField(max_length=32, choices=choices(ErrorClass), blank=True, default="")
     error_detail = models.CharField(max_length=1024, blank=True, default="")
-    outcome = models.CharField(max_length=32, choices=Outcome.choices)
+    outcome = models.CharField(max_length=32, choices=choices(AttemptOutcome))
 
     class Meta:
         ordering = ["delivery_id", "number"]

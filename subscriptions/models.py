@@ -5,6 +5,8 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from subscriptions.states import EndpointState, SubscriptionStatus, choices
+
 TOPIC_NAME_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.' or '-'."
 )
@@ -34,14 +36,11 @@ class Topic(models.Model):
 class Endpoint(models.Model):
     """Health of one URL for one owner, shared by that owner's subscriptions to the URL."""
 
-    class State(models.TextChoices):
-        ACTIVE = "active"
-        DISABLED = "disabled"
-        FROZEN = "frozen"
+    State = EndpointState
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
     url = models.URLField(max_length=2048)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    state = models.CharField(max_length=16, choices=choices(EndpointState), default=State.ACTIVE)
     consecutive_failures = models.PositiveIntegerField(default=0)
     window_attempts = models.PositiveIntegerField(default=0)
     window_failures = models.PositiveIntegerField(default=0)
@@ -61,10 +60,7 @@ class Endpoint(models.Model):
 
 
 class Subscription(models.Model):
-    class Status(models.TextChoices):
-        PENDING_CONFIRMATION = "pending_confirmation"
-        CONFIRMED = "confirmed"
-        PAUSED = "paused"
+    Status = SubscriptionStatus
 
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="subscriptions")
@@ -74,7 +70,7 @@ class Subscription(models.Model):
     secret = models.CharField(max_length=64, default=generate_secret)
     previous_secret = models.CharField(max_length=64, blank=True, default="")
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=32, choices=Status.choices, default=Status.PENDING_CONFIRMATION)
+    status = models.CharField(max_length=32, choices=choices(SubscriptionStatus), default=Status.PENDING_CONFIRMATION)
     confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     confirmation_expires_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
@@ -104,8 +100,8 @@ class EndpointTransition(models.Model):
 
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="transitions")
     at = models.DateTimeField()
-    from_state = models.CharField(max_length=16, choices=Endpoint.State.choices)
-    to_state = models.CharField(max_length=16, choices=Endpoint.State.choices)
+    from_state = models.CharField(max_length=16, choices=choices(EndpointState))
+    to_state = models.CharField(max_length=16, choices=choices(EndpointState))
     reason = models.CharField(max_length=255)
     consecutive_failures = models.PositiveIntegerField(default=0)
     window_attempts = models.PositiveIntegerField(default=0)

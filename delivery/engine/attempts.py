@@ -23,6 +23,7 @@ from delivery.engine.effective import policy_for, subscription_policy
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
 from delivery.rules import circuit, decisions, wire
+from delivery.rules.vocabulary import AttemptOutcome, DeadLetterReason
 from delivery.transport import sender
 from delivery.transport.sender import SendResult
 from subscriptions.models import Subscription
@@ -120,8 +121,8 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
             continue
         expires = policy.max_age_seconds
         if expires is not None and now > delivery.budget_start + timedelta(seconds=expires):
-            updates[delivery.id] = transitions.decided(decisions.give_up(policy, "ttl_expired", "retryable_failure"),
-                                                       now=now)
+            expired = decisions.give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
+            updates[delivery.id] = transitions.decided(expired, now=now)
             continue
         ready.append((delivery, policy))
     return ready

@@ -20,6 +20,7 @@ from django.utils.crypto import salted_hmac
 
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
+from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport import sender
 from subscriptions.models import Subscription
 
@@ -51,9 +52,8 @@ def confirmation_request(*, subscription: Subscription) -> None:
     subscription.confirmation_expires_at = timezone.now() + TOKEN_LIFETIME
     subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.save(update_fields=["confirmation_token_hash", "confirmation_expires_at", "updated_at"])
-    transaction.on_commit(
-        lambda: django_rq.get_queue("deliveries").enqueue(send_confirmation_request, subscription.id, result_ttl=0)
-    )
+    queue = django_rq.get_queue(AttemptQueue.DELIVERIES)
+    transaction.on_commit(lambda: queue.enqueue(send_confirmation_request, subscription.id, result_ttl=0))
 
 
 def subscription_confirm(*, token: str, subscription: Subscription | None = None) -> Subscription:

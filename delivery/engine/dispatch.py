@@ -28,7 +28,9 @@ from delivery.engine.queues import DELIVERIES, RETRIES, enqueue_after_commit
 from delivery.engine.wakeup import WAKE_KEY, redis, wake_dispatcher
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
+from delivery.rules.vocabulary import DeadLetterReason
 from subscriptions.models import Subscription
+from subscriptions.states import EndpointState
 
 log = logging.getLogger(__name__)
 _rng = random.SystemRandom()
@@ -173,8 +175,9 @@ def expire_held(now=None) -> int:
         expired = (held.filter(subscription=subscription)
                    .annotate(budget_from=Coalesce("budget_started_at", "message__published_at"))
                    .filter(budget_from__lt=cutoff))
-        for reason, frozen in (("endpoint_frozen", True), ("ttl_expired", False)):
-            ids = expired.filter(endpoint__state="frozen") if frozen else expired.exclude(endpoint__state="frozen")
+        for reason, frozen in ((DeadLetterReason.ENDPOINT_FROZEN, True), (DeadLetterReason.TTL_EXPIRED, False)):
+            ids = expired.filter(endpoint__state=EndpointState.FROZEN) if frozen else expired.exclude(
+                endpoint__state=EndpointState.FROZEN)
             total += Delivery.objects.filter(id__in=ids.values("id"), status=Delivery.Status.PENDING,
                                              next_attempt_at__isnull=True).update(
                 **transitions.finished(status, reason, now=now))

@@ -17,6 +17,7 @@ from delivery.engine import transitions
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery, Message
 from delivery.rules.filter_policy import matches
+from delivery.rules.vocabulary import AttemptQueue
 from subscriptions.models import Subscription
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery
 
 def enqueue_fan_out(message_id) -> None:
     try:
-        django_rq.get_queue("deliveries").enqueue(fan_out, str(message_id), result_ttl=0,
+        django_rq.get_queue(AttemptQueue.DELIVERIES).enqueue(fan_out, str(message_id), result_ttl=0,
                                                   job_timeout=settings.HERALD_JOB_TIMEOUT_SECONDS)
     except Exception:  # Redis down: the reconciler finds the message by fanout_pending
         log.exception("could not enqueue the fan-out of message %s; the reconciler will retry", message_id)

@@ -1,8 +1,9 @@
 """RQ jobs. They take ids, re-read state, and stay thin."""
 
 from delivery.engine import attempts
+from delivery.rules.vocabulary import AttemptQueue
 
 
-def deliver(delivery_ids: list[int], queue_name: str = "deliveries") -> int:
+def deliver(delivery_ids: list[int], queue_name: str = AttemptQueue.DELIVERIES) -> int:
     """Attempt the given deliveries; ids that are not pending and due are ignored, so duplicates are harmless."""
     return attempts.process(delivery_ids, queue_name)

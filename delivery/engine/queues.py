@@ -8,12 +8,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from delivery.engine import transitions
+from delivery.engine import jobs, transitions
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery
+from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
-DELIVERIES, RETRIES = "deliveries", "retries"
+DELIVERIES, RETRIES = AttemptQueue.DELIVERIES, AttemptQueue.RETRIES
 
 
 def chunks(items: list, size: int):
@@ -36,12 +37,12 @@ def push(batches: list[tuple[str, list[int]]], queue_name: str, label: str | Non
     queue = django_rq.get_queue(queue_name)
     try:
         with queue.connection.pipeline() as pipe:
-            jobs = [
-                queue.prepare_data("delivery.engine.jobs.deliver", args=(ids, label or queue_name), job_id=job_id,
+            prepared = [
+                queue.prepare_data(jobs.deliver, args=(ids, label or queue_name), job_id=job_id,
                                    timeout=settings.HERALD_JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
                 for job_id, ids in batches
             ]
-            queue.enqueue_many(jobs, pipeline=pipe)
+            queue.enqueue_many(prepared, pipeline=pipe)
             pipe.execute()
     except Exception:  # Redis down or flushed mid-way: nothing is lost, the rows stay pending and due
         log.exception("could not enqueue %d delivery batches on %s; the reconciler will retry", len(batches),

@@ -8,6 +8,7 @@ from delivery.engine.errors import ApplicationError
 from delivery.engine.queues import DELIVERIES, enqueue_after_commit
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery
+from delivery.rules.vocabulary import AttemptQueue
 from subscriptions.models import Subscription
 
 BATCH = 1000
@@ -57,7 +58,7 @@ def delivery_retry_now(*, delivery: Delivery) -> Delivery:
         if locked.status != Delivery.Status.PENDING:
             changes = transitions.fresh_budget(now=now)
         Delivery.objects.filter(id=locked.id).update(**changes)
-        enqueue_after_commit([locked.id], DELIVERIES, label="manual")
+        enqueue_after_commit([locked.id], DELIVERIES, label=AttemptQueue.MANUAL)
     delivery.refresh_from_db()
     return delivery
 

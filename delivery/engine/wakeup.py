@@ -4,9 +4,11 @@ import logging
 
 import django_rq
 
+from delivery.rules.vocabulary import AttemptQueue
+
 log = logging.getLogger(__name__)
 WAKE_KEY = "herald:dispatcher:wake"
-QUEUE_CONNECTION = "retries"
+QUEUE_CONNECTION = AttemptQueue.RETRIES
 
 
 def redis():

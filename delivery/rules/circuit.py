@@ -10,7 +10,9 @@ disabled → active: a successful probe. frozen → active: only by hand.
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-ACTIVE, DISABLED, FROZEN = "active", "disabled", "frozen"
+from subscriptions.states import EndpointState
+
+ACTIVE, DISABLED, FROZEN = EndpointState.ACTIVE, EndpointState.DISABLED, EndpointState.FROZEN
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
+from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason
 
-SUCCEED, RETRY, DEAD_LETTER, DROP = "succeed", "retry", "dead_letter", "drop"
+SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP
 
 
 @dataclass(frozen=True)
@@ -65,18 +66,18 @@ def decide(
     """Decide after attempt `attempt_number` (1-based) ended with `outcome` at `now`."""
     status = outcome.status
     if status is not None and 200 <= status < 300:
-        return Decision(action=SUCCEED, attempt_outcome="success")
+        return Decision(action=SUCCEED, attempt_outcome=AttemptOutcome.SUCCESS)
     if status == 410:
-        return give_up(policy, "permanent_failure", "permanent_failure", freeze=True)
+        return give_up(policy, DeadLetterReason.PERMANENT_FAILURE, AttemptOutcome.PERMANENT_FAILURE, freeze=True)
     if status is not None and status in policy.permanent_failure_codes:
-        return give_up(policy, "permanent_failure", "permanent_failure")
+        return give_up(policy, DeadLetterReason.PERMANENT_FAILURE, AttemptOutcome.PERMANENT_FAILURE)
     delay = policy.retry_delay(attempt_number)
     if delay is None:
-        return give_up(policy, "max_attempts", "retryable_failure")
+        return give_up(policy, DeadLetterReason.MAX_ATTEMPTS, AttemptOutcome.RETRYABLE_FAILURE)
     delay = jittered(delay, policy.jitter, rng)
     if status in (429, 503) and outcome.retry_after is not None:
         delay = max(delay, min(outcome.retry_after, RETRY_AFTER_CAP_SECONDS))
     at = now + timedelta(seconds=delay)
     if policy.max_age_seconds is not None and at > published_at + timedelta(seconds=policy.max_age_seconds):
-        return give_up(policy, "ttl_expired", "retryable_failure")
-    return Decision(action=RETRY, attempt_outcome="retryable_failure", next_attempt_at=at)
+        return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
+    return Decision(action=RETRY, attempt_outcome=AttemptOutcome.RETRYABLE_FAILURE, next_attempt_at=at)

@@ -274,11 +274,3 @@ def parse(document) -> DeliveryPolicy:
         permanent_failure_codes=frozenset(codes), dead_letter=dead_letter,
         document_json=json.dumps(doc, sort_keys=True, separators=(",", ":")),
     )
-
-
-def effective(*documents, default="workfront") -> DeliveryPolicy:
-    """The first document that is set (subscription's, topic's), else the system default."""
-    for document in documents:
-        if document:
-            return parse(document)
-    return parse(default)

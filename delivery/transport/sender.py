@@ -9,6 +9,7 @@ from django.conf import settings
 from urllib3.exceptions import NameResolutionError
 
 from delivery.rules.storable import clean_headers, clean_text
+from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport import deadlines
 from delivery.transport.ssrf import BlockedAddress, GuardedAdapter, parse_networks
@@ -27,7 +28,7 @@ class SendResult:
     started_at: float = 0.0  # wall clock (time.time()) when the request began
     headers: dict[str, str] = field(default_factory=dict)
     body_excerpt: str = ""
-    error_class: str = ""  # timeout | connection | dns | tls | blocked_address | http_status | redirect
+    error_class: str = ""  # an ErrorClass, or "" for a 2xx
     error_detail: str = ""
 
     @property
@@ -54,18 +55,18 @@ def allowed_networks() -> tuple:
 
 def classify_exception(exc: Exception) -> str:
     if isinstance(exc, BlockedAddress):
-        return "blocked_address"
+        return ErrorClass.BLOCKED_ADDRESS
     if isinstance(exc, requests.exceptions.Timeout):
-        return "timeout"
+        return ErrorClass.TIMEOUT
     if isinstance(exc, requests.exceptions.SSLError):
-        return "tls"
+        return ErrorClass.TLS
     if isinstance(exc, requests.exceptions.ConnectionError):
         reason = exc.args[0] if exc.args else None
         inner = getattr(reason, "reason", reason)
         if isinstance(inner, NameResolutionError) or "NameResolutionError" in str(exc):
-            return "dns"
-        return "connection"
-    return "connection"
+            return ErrorClass.DNS
+        return ErrorClass.CONNECTION
+    return ErrorClass.CONNECTION
 
 
 def read_excerpt(response: requests.Response) -> str:
@@ -105,15 +106,15 @@ def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
                                   error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
     if deadline_passed():
         # Cut off mid-answer: whatever was parsed (an EOF can even end the headers early) is not an answer.
-        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class="timeout",
+        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class=ErrorClass.TIMEOUT,
                           error_detail=f"no complete answer within {timeout:g} s")
     status = response.status_code
     if 200 <= status < 300:
         error_class = ""
     elif 300 <= status < 400:
-        error_class = "redirect"
+        error_class = ErrorClass.REDIRECT
     else:
-        error_class = "http_status"
+        error_class = ErrorClass.HTTP_STATUS
     # What the receiver sent is untrusted: bounded and made storable here, before anything else sees it.
     return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=clean_headers(response.headers),
                       body_excerpt=clean_text(excerpt), error_class=error_class)

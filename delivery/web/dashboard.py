@@ -2,16 +2,17 @@
 
 from datetime import timedelta
 
-import django_rq
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count, Q
 from django.db.models.functions import TruncHour, TruncMinute
 from django.shortcuts import render
 from django.utils import timezone
-from rq import Worker
 
 from delivery.models import Attempt, Delivery
+from delivery.rules.vocabulary import AttemptOutcome
+from delivery.web import selectors
 from subscriptions.models import Endpoint
+from subscriptions.states import EndpointState
 
 SPANS = {"1h": (timedelta(hours=1), TruncMinute, timedelta(minutes=1)),
          "24h": (timedelta(hours=24), TruncHour, timedelta(hours=1))}
@@ -23,8 +24,8 @@ def traffic(span: str, now) -> dict:
     length, trunc, step = SPANS[span]
     first = now - length
     rows = (Attempt.objects.filter(started_at__gte=first).annotate(bucket=trunc("started_at"))
-            .values("bucket").annotate(ok=Count("id", filter=Q(outcome="success")),
-                                       failed=Count("id", filter=~Q(outcome="success"))))
+            .values("bucket").annotate(ok=Count("id", filter=Q(outcome=AttemptOutcome.SUCCESS)),
+                                       failed=Count("id", filter=~Q(outcome=AttemptOutcome.SUCCESS))))
     counts = {row["bucket"]: (row["ok"], row["failed"]) for row in rows}
     buckets, moment = [], trunc_to(first, step)
     while moment <= now:
@@ -52,11 +53,7 @@ def trunc_to(moment, step: timedelta):
 
 def queues() -> dict:
     try:
-        connection = django_rq.get_connection("deliveries")
-        depths = {name: django_rq.get_queue(name).count for name in ("deliveries", "retries")}
-        workers = [{"name": w.name, "state": w.get_state(), "queues": ", ".join(w.queue_names()),
-                    "current_job": w.get_current_job_id() or ""} for w in Worker.all(connection=connection)]
-        return {"depths": depths, "workers": workers, "error": ""}
+        return {"depths": selectors.queue_depths(), "workers": selectors.workers(), "error": ""}
     except Exception as exc:  # the dashboard must render while Redis is down, and say so
         return {"depths": {}, "workers": [], "error": f"Redis is unreachable: {exc}"}
 
@@ -65,21 +62,21 @@ def queues() -> dict:
 def dashboard(request):
     now = timezone.now()
     span = request.GET.get("span", "24h") if request.GET.get("span") in SPANS else "24h"
-    dead = Delivery.objects.filter(status=Delivery.Status.DEAD_LETTERED)
+    dead_by_reason = selectors.dead_letters_by_reason()
     context = {
         "title": "Delivery dashboard",
         "traffic": traffic(span, now),
         "spans": list(SPANS),
-        "states": dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by()),
-        "failing": Endpoint.objects.filter(Q(consecutive_failures__gt=0) | ~Q(state="active"))
+        "states": {state: n for state, n in selectors.endpoints_by_state().items() if n},
+        "failing": Endpoint.objects.filter(Q(consecutive_failures__gt=0) | ~Q(state=EndpointState.ACTIVE))
         .order_by("-consecutive_failures", "-window_failures")[:10],
-        "dead_total": dead.count(),
-        "dead_by_reason": dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by()),
+        "dead_total": sum(dead_by_reason.values()),
+        "dead_by_reason": dead_by_reason,
         "recent_failures": Delivery.objects.filter(
             Q(status=Delivery.Status.DEAD_LETTERED) | Q(status=Delivery.Status.PENDING, attempt_count__gt=0))
         .select_related("endpoint", "subscription__topic").order_by("-last_attempt_at")[:15],
         "pending_retries": Delivery.objects.filter(status=Delivery.Status.PENDING, attempt_count__gt=0).count(),
-        "held": Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True).count(),
+        "held": selectors.held_count(),
         "queues": queues(),
     }
     return render(request, "admin/herald/dashboard.html", context)

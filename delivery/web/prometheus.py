@@ -8,7 +8,6 @@ Enabled by setting HERALD_METRICS_TOKEN; scrapers send it as `Authorization: Bea
 import hmac
 from datetime import timedelta
 
-import django_rq
 from django.conf import settings
 from django.db.models import Count
 from django.http import Http404, HttpResponse
@@ -16,8 +15,8 @@ from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from delivery.models import Attempt, Delivery
-from subscriptions.models import Endpoint
+from delivery.models import Attempt
+from delivery.web import selectors
 
 RECENT = timedelta(minutes=5)
 
@@ -26,26 +25,22 @@ class HeraldCollector:
     def collect(self):
         deliveries = GaugeMetricFamily("herald_deliveries", "Deliveries by status (within retention).",
                                        labels=["status"])
-        counts = dict(Delivery.objects.values_list("status").annotate(n=Count("id")).order_by())
-        for status in Delivery.Status.values:
-            deliveries.add_metric([status], counts.get(status, 0))
+        for status, n in selectors.deliveries_by_status().items():
+            deliveries.add_metric([status], n)
         yield deliveries
 
         dead = GaugeMetricFamily("herald_dead_letters", "Dead-lettered deliveries by reason.", labels=["reason"])
-        for reason, n in (Delivery.objects.filter(status=Delivery.Status.DEAD_LETTERED)
-                          .values_list("dead_letter_reason").annotate(n=Count("id")).order_by()):
+        for reason, n in selectors.dead_letters_by_reason().items():
             dead.add_metric([reason], n)
         yield dead
 
         held = GaugeMetricFamily("herald_deliveries_held", "Pending deliveries held (paused or unhealthy endpoint).")
-        held.add_metric([], Delivery.objects.filter(status=Delivery.Status.PENDING,
-                                                    next_attempt_at__isnull=True).count())
+        held.add_metric([], selectors.held_count())
         yield held
 
         endpoints = GaugeMetricFamily("herald_endpoints", "Endpoints by state.", labels=["state"])
-        states = dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by())
-        for state in Endpoint.State.values:
-            endpoints.add_metric([state], states.get(state, 0))
+        for state, n in selectors.endpoints_by_state().items():
+            endpoints.add_metric([state], n)
         yield endpoints
 
         attempts = CounterMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome.",
@@ -58,8 +53,8 @@ class HeraldCollector:
 
         queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
         try:
-            for name in ("deliveries", "retries"):
-                queues.add_metric([name], django_rq.get_queue(name).count)
+            for name, depth in selectors.queue_depths().items():
+                queues.add_metric([name], depth)
         except Exception:  # Redis down: report what we can; the missing series says it
             pass
         yield queues

@@ -1,13 +1,21 @@
-"""Per-subscription and per-topic metrics over a time window, like Event Grid's subscription view."""
+"""The read side: what the metrics API, the dashboard and Prometheus show, each query written once.
+
+Per-subscription and per-topic metrics over a window (like Event Grid's subscription view); counts of deliveries
+by status, dead letters by reason, held deliveries and endpoints by state; queue depths and workers in Redis."""
 
 import re
 from datetime import timedelta
 
+import django_rq
 from django.db.models import Count, Q
 from django.utils import timezone
+from rq import Worker
 
 from delivery.engine.errors import ApplicationError
 from delivery.models import Attempt, Delivery, Message
+from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeliveryStatus
+from subscriptions.models import Endpoint
+from subscriptions.states import EndpointState
 
 WINDOW = re.compile(r"^(\d+)([smhd])$")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -49,7 +57,7 @@ def _summarize(deliveries, attempts, published: int, window: timedelta) -> dict:
         for delivered, published_at in deliveries.filter(status=Delivery.Status.SUCCEEDED)
         .values_list("delivered_at", "message__published_at")[:LATENCY_SAMPLE]
     )
-    failed_attempts = attempts.exclude(outcome="success").count()
+    failed_attempts = attempts.exclude(outcome=AttemptOutcome.SUCCESS).count()
     return {
         "window_seconds": int(window.total_seconds()),
         "published": published,
@@ -76,3 +84,35 @@ def topic_metrics(topic, window: timedelta) -> dict:
     attempts = Attempt.objects.filter(delivery__message__topic=topic, started_at__gte=since)
     published = Message.objects.filter(topic=topic, published_at__gte=since).count()
     return _summarize(deliveries, attempts, published, window)
+
+
+def deliveries_by_status(queryset=None) -> dict[str, int]:
+    """Every status, with 0 where none."""
+    counts = dict((queryset or Delivery.objects.all()).values_list("status").annotate(n=Count("id")).order_by())
+    return {status.value: counts.get(status, 0) for status in DeliveryStatus}
+
+
+def dead_letters_by_reason(queryset=None) -> dict[str, int]:
+    dead = (queryset or Delivery.objects.all()).filter(status=DeliveryStatus.DEAD_LETTERED)
+    return dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by())
+
+
+def held_count() -> int:
+    """Pending deliveries with no due time: paused subscription, or a disabled or frozen endpoint."""
+    return Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__isnull=True).count()
+
+
+def endpoints_by_state() -> dict[str, int]:
+    counts = dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by())
+    return {state.value: counts.get(state, 0) for state in EndpointState}
+
+
+def queue_depths() -> dict[str, int]:
+    """Jobs waiting on each RQ queue; raises when Redis is unreachable (callers say so their own way)."""
+    return {name.value: django_rq.get_queue(name).count for name in (AttemptQueue.DELIVERIES, AttemptQueue.RETRIES)}
+
+
+def workers() -> list[dict]:
+    connection = django_rq.get_connection(AttemptQueue.DELIVERIES)
+    return [{"name": w.name, "state": w.get_state(), "queues": ", ".join(w.queue_names()),
+             "current_job": w.get_current_job_id() or ""} for w in Worker.all(connection=connection)]

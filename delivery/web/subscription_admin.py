@@ -8,9 +8,12 @@ from delivery.engine.effective import policy_for, subscription_policy
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
 from delivery.rules.policy import PolicyError
+from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
+from subscriptions.states import EndpointState
 
-STATE_COLOURS = {"active": "#2e7d32", "disabled": "#ef6c00", "frozen": "#1565c0"}
+STATE_COLOURS = {EndpointState.ACTIVE: "#2e7d32", EndpointState.DISABLED: "#ef6c00",
+                 EndpointState.FROZEN: "#1565c0"}
 
 
 def state_badge(state: str):
@@ -109,7 +112,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
             return f"invalid policy: {exc}"
 
     def get_queryset(self, request):
-        dead = Count("deliveries", filter=Q(deliveries__status="dead_lettered"))
+        dead = Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.DEAD_LETTERED))
         return super().get_queryset(request).annotate(dead_letter_count=dead)
 
     @admin.display(description="dead letters", ordering="dead_letter_count")

@@ -1,6 +1,5 @@
 import django_rq
 from django.conf import settings
-from django.db.models import Count
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -9,14 +8,14 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
-from delivery.engine import health, recovery
-from delivery.engine import subscribing as services
+from delivery.engine import health, recovery, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import message_publish
 from delivery.models import Delivery
+from delivery.rules.vocabulary import AttemptQueue
 from delivery.rules.wire import payload_bytes
-from delivery.web import selectors as metrics
+from delivery.web import selectors
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
 from delivery.web.serializers import DeliverySerializer
 from delivery.web.subscription_serializers import (
@@ -51,10 +50,10 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def perform_create(self, serializer):
-        serializer.instance = services.topic_create(owner=self.request.user, **serializer.validated_data)
+        serializer.instance = subscribing.topic_create(owner=self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
-        serializer.instance = services.topic_update(topic=serializer.instance, **serializer.validated_data)
+        serializer.instance = subscribing.topic_update(topic=serializer.instance, **serializer.validated_data)
 
     @extend_schema(
         request=PublishSerializer, responses={202: PublishedSerializer},
@@ -63,7 +62,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
     def publish(self, request, pk=None):
         topic = self.get_object()
-        django_rq.get_connection("deliveries").ping()  # Redis down: 503 before anything is written
+        django_rq.get_connection(AttemptQueue.DELIVERIES).ping()  # Redis down: 503 before anything is written
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
@@ -90,7 +89,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
         topic = self.get_object()
-        return Response(metrics.topic_metrics(topic, metrics.parse_window(request.query_params.get("window"))))
+        return Response(selectors.topic_metrics(topic, selectors.parse_window(request.query_params.get("window"))))
 
 
 class SubscriptionFilter(FilterSet):
@@ -117,7 +116,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
-        subscription, _secret = services.subscription_create(
+        subscription, _secret = subscribing.subscription_create(
             topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery", False),
         )
@@ -127,7 +126,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         data = dict(serializer.validated_data)
         if "endpoint" in data:
             data["endpoint"] = data["endpoint"]["url"]
-        serializer.instance = services.subscription_update(subscription=serializer.instance, **data)
+        serializer.instance = subscribing.subscription_update(subscription=serializer.instance, **data)
 
     @extend_schema(request=ConfirmSerializer, responses={200: SubscriptionSerializer})
     @action(detail=True, methods=["post"])
@@ -176,8 +175,8 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
         subscription = self.get_object()
-        window = metrics.parse_window(request.query_params.get("window"))
-        return Response(metrics.subscription_metrics(subscription, window))
+        window = selectors.parse_window(request.query_params.get("window"))
+        return Response(selectors.subscription_metrics(subscription, window))
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], url_path="dead-letters")
@@ -185,7 +184,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         """Dead letters with their reasons: counts by reason and the newest first (paginated)."""
         subscription = self.get_object()
         dead = Delivery.objects.filter(subscription=subscription, status=Delivery.Status.DEAD_LETTERED)
-        by_reason = dict(dead.values_list("dead_letter_reason").annotate(n=Count("id")).order_by())
+        by_reason = selectors.dead_letters_by_reason(dead)
         page = self.paginate_queryset(dead.select_related("endpoint").order_by("-finished_at", "-id"))
         response = self.get_paginated_response(DeliverySerializer(page, many=True).data)
         response.data["by_reason"] = by_reason
@@ -194,7 +193,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @extend_schema(request=None, responses={200: RotatedSecretSerializer})
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request, pk=None):
-        rotated = services.subscription_rotate_secret(subscription=self.get_object())
+        rotated = subscribing.subscription_rotate_secret(subscription=self.get_object())
         return Response(RotatedSecretSerializer(rotated).data)
 
     @extend_schema(request=None, responses={202: None})

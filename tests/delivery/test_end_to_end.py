@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
-from delivery.engine import dispatch
+from delivery.engine import dispatch, jobs
 from delivery.models import Attempt, Delivery
 from tests.conftest import subscribe
 from tests.receiver import Reply, parse_cloudevent
@@ -111,7 +111,7 @@ def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
     topic, _ = subscribe(api, receiver)
     api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
     delivery = Delivery.objects.get()
-    django_rq.get_queue("deliveries").enqueue("delivery.engine.jobs.deliver", [delivery.id], "deliveries")
+    django_rq.get_queue("deliveries").enqueue(jobs.deliver, [delivery.id], "deliveries")
 
     run_worker()
 

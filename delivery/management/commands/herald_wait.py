@@ -6,6 +6,8 @@ import django_rq
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from delivery.rules.vocabulary import AttemptQueue
+
 
 class Command(BaseCommand):
     help = "Wait until the database and Redis are reachable."
@@ -19,7 +21,7 @@ class Command(BaseCommand):
         while time.monotonic() < deadline:
             try:
                 connection.ensure_connection()
-                django_rq.get_connection("deliveries").ping()
+                django_rq.get_connection(AttemptQueue.DELIVERIES).ping()
                 return
             except Exception as exc:
                 last_error = exc

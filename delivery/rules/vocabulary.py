@@ -1,0 +1,65 @@
+"""Herald's words for where a delivery stands and how a try went, defined once (pure; no Django).
+
+The models use them as their choices, the rules and the engine compare against them, the API and the admin show
+them. Each is a `StrEnum`, so a member equals its stored text (`DeliveryStatus.PENDING == "pending"`).
+"""
+
+from enum import StrEnum
+
+from subscriptions.states import choices  # noqa: F401 (the models' choices of these vocabularies)
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"  # due at `next_attempt_at`, or held (no due time) while paused or its endpoint is unhealthy
+    IN_FLIGHT = "in_flight"  # claimed by a job under a lease
+    SUCCEEDED = "succeeded"
+    DEAD_LETTERED = "dead_lettered"
+    DROPPED = "dropped"  # exhausted with `redrivePolicy.deadLetter: false`
+
+
+TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
+
+
+class DeadLetterReason(StrEnum):
+    MAX_ATTEMPTS = "max_attempts"
+    TTL_EXPIRED = "ttl_expired"
+    PERMANENT_FAILURE = "permanent_failure"
+    ENDPOINT_FROZEN = "endpoint_frozen"
+    MANUAL = "manual"
+
+
+class Action(StrEnum):
+    """What the policy decides after a try."""
+
+    SUCCEED = "succeed"
+    RETRY = "retry"
+    DEAD_LETTER = "dead_letter"
+    DROP = "drop"
+
+
+class AttemptOutcome(StrEnum):
+    SUCCESS = "success"
+    RETRYABLE_FAILURE = "retryable_failure"
+    PERMANENT_FAILURE = "permanent_failure"
+
+
+class ErrorClass(StrEnum):
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    DNS = "dns"
+    TLS = "tls"
+    BLOCKED_ADDRESS = "blocked_address"
+    HTTP_STATUS = "http_status"
+    REDIRECT = "redirect"
+    LEASE_EXPIRED = "lease_expired"  # its worker died or stalled mid-try; the request may have been sent
+    UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
+    INTERNAL = "internal"  # Herald failed before sending
+
+
+class AttemptQueue(StrEnum):
+    """Where a try came from: the RQ queues (named in settings.RQ_QUEUES) plus manual retries and probes."""
+
+    DELIVERIES = "deliveries"
+    RETRIES = "retries"
+    MANUAL = "manual"
+    PROBE = "probe"
