@@ -143,9 +143,9 @@ def build(ready: list, failed: list[Tried], queue_name: str) -> list:
     return built
 
 
-def process(delivery_ids: list[int], queue_name: str) -> int:
-    """Attempt every claimable delivery in `delivery_ids`; returns how many were sent."""
-    now = timezone.now()
+def process(delivery_ids: list[int], queue_name: str, *, now=None) -> int:
+    """Attempt every claimable delivery in `delivery_ids` that is due at `now`; returns how many were sent."""
+    now = now or timezone.now()
     claimed = leases.claim(delivery_ids, now)
     if not claimed:
         return 0

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 
 import django_rq
@@ -16,7 +15,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from delivery.models import Delivery, Message
 from delivery.web.subscription_views import PublishRateThrottle
 from subscriptions.models import Subscription
-from tests.conftest import ROOT, subprocess_env, subscribe
+from tests.conftest import ROOT, subprocess_env, subscribe, wait_until
 from tests.receiver import Reply, parse_cloudevent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -213,7 +212,7 @@ def test_confirmation_tokens_appear_in_no_job_argument_and_no_worker_log(api, re
     with open(log_path, "w") as log:
         processes.worker(output=log, LOG_LEVEL="DEBUG", RQ_LOG_LEVEL="DEBUG")
         token = receiver.wait_for(1)[0].json()["data"]["token"]
-        time.sleep(1)  # let the worker finish logging the job
+        wait_until(lambda: "Successfully completed" in log_path.read_text())  # the job's last log line
     assert token not in queued
     assert token not in redis_contents(redis_conn)
     logged = log_path.read_text()
