@@ -12,6 +12,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rq import SimpleWorker
 
+from delivery.engine import dispatch
+from delivery.models import Delivery
 from tests.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,19 @@ def subscribe(api, receiver, policy=None, *, name="orders", **extra):
     return topic, created.json()
 
 
+# Short, bounded retries: a failed try is retried after 5 s, twice at most; sends time out after 2 s.
+FAST = {"requestPolicy": {"timeoutSeconds": 2}, "retrySchedule": {"delays": [5]}, "retryLimits": {"maxAttempts": 2}}
+
+
+@pytest.fixture
+def three(api, receiver, redis_conn):
+    """Three due deliveries of one subscription with the FAST policy; returns their ids."""
+    topic, _ = subscribe(api, receiver, FAST)
+    for n in range(3):
+        publish(api, topic, n)
+    return sorted(Delivery.objects.values_list("id", flat=True))
+
+
 def publish(api, topic, payload=1):
     response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
     assert response.status_code == 202, response.content
@@ -90,9 +105,6 @@ def run_worker(redis_conn):
 
 def settle(horizon: float = 2.0, rounds: int = 20) -> None:
     """Drive an in-process worker and the dispatcher until nothing is in flight or due within `horizon` seconds."""
-    from delivery.engine import dispatch
-    from delivery.models import Delivery
-
     for _ in range(rounds):
         drain()
         dispatch.dispatch_due()

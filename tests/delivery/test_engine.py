@@ -16,19 +16,9 @@ from delivery.rules.decisions import Decision
 from delivery.rules.vocabulary import Action, AttemptOutcome
 from delivery.transport.sender import SendResult
 from subscriptions.models import Endpoint
-from tests.conftest import publish, subscribe
+from tests.conftest import FAST, publish, subscribe
 
 pytestmark = pytest.mark.django_db(transaction=True)
-POLICY = {"retrySchedule": {"delays": [5]}, "retryLimits": {"maxAttempts": 3}, "requestPolicy": {"timeoutSeconds": 2}}
-
-
-@pytest.fixture
-def three(api, receiver, redis_conn):
-    """Three due deliveries of one subscription; returns their ids."""
-    topic, _ = subscribe(api, receiver, POLICY)
-    for n in range(3):
-        publish(api, topic, n)
-    return sorted(Delivery.objects.values_list("id", flat=True))
 
 
 def test_claim_takes_due_pending_rows_once(three):
@@ -85,7 +75,7 @@ def test_throttle_script_grants_the_rate_and_says_when_the_next_slot_frees(redis
 
 
 def test_throttled_rows_are_deferred_not_attempted(api, receiver, redis_conn):
-    topic, _ = subscribe(api, receiver, {**POLICY, "throttlePolicy": {"maxReceivesPerSecond": 2}})
+    topic, _ = subscribe(api, receiver, {**FAST, "throttlePolicy": {"maxReceivesPerSecond": 2}})
     for n in range(5):
         publish(api, topic, n)
     now = timezone.now()

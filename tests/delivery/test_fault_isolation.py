@@ -21,10 +21,8 @@ from delivery.management import localredis
 from delivery.models import Attempt, Delivery
 from delivery.rules.storable import TRUNCATED_HEADER
 from delivery.transport.sender import SendResult
-from tests.conftest import publish, subscribe, wait_until
+from tests.conftest import FAST, publish, subscribe, wait_until
 from tests.receiver import Receiver, Reply
-
-FAST = {"requestPolicy": {"timeoutSeconds": 2}, "retrySchedule": {"delays": [5]}, "retryLimits": {"maxAttempts": 2}}
 
 
 @pytest.fixture
@@ -32,6 +30,13 @@ def hostile():
     server = Receiver()
     yield server
     server.close()
+
+
+def raising(message: str):
+    def broken(*args, **kwargs):
+        raise RuntimeError(message)
+
+    return broken
 
 
 def two_tenants(api, other_api, receiver, hostile, policy=None):
@@ -76,11 +81,8 @@ def test_huge_response_headers_are_stored_bounded(api, receiver, run_worker):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(api, receiver, redis_conn):
-    topic, _ = subscribe(api, receiver, FAST)
-    for n in range(3):
-        publish(api, topic, n)
-    claimed = leases.claim(list(Delivery.objects.values_list("id", flat=True)), timezone.now())
+def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(three):
+    claimed = leases.claim(three, timezone.now())
     assert len(claimed) == 3
     bad = claimed[1]
     tries = []
@@ -101,19 +103,11 @@ def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(api, re
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_that_raises_before_sending_settles_its_rows_at_once(api, receiver, redis_conn, monkeypatch):
-    topic, _ = subscribe(api, receiver, FAST)
-    for n in range(3):
-        publish(api, topic, n)
-    ids = list(Delivery.objects.values_list("id", flat=True))
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("something inside the job broke")
-
-    monkeypatch.setattr(attempts.sender, "send", broken)
+def test_a_job_that_raises_before_sending_settles_its_rows_at_once(three, monkeypatch):
+    monkeypatch.setattr(attempts.sender, "send", raising("something inside the job broke"))
     before = timezone.now()
     with pytest.raises(RuntimeError):
-        attempts.process(ids, "deliveries")
+        attempts.process(three, "deliveries")
 
     for delivery in Delivery.objects.all():
         assert delivery.status == "pending" and delivery.lease_until is None and not delivery.queued
@@ -123,29 +117,18 @@ def test_a_job_that_raises_before_sending_settles_its_rows_at_once(api, receiver
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_that_raises_after_sending_records_each_try_once(api, receiver, redis_conn, monkeypatch):
-    topic, _ = subscribe(api, receiver, FAST)
-    for n in range(3):
-        publish(api, topic, n)
-    ids = list(Delivery.objects.values_list("id", flat=True))
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("health bookkeeping broke")
-
-    monkeypatch.setattr(recording, "record_health", broken)
+def test_a_job_that_raises_after_sending_records_each_try_once(three, receiver, monkeypatch):
+    monkeypatch.setattr(recording, "record_health", raising("health bookkeeping broke"))
     with pytest.raises(RuntimeError):
-        attempts.process(ids, "deliveries")
+        attempts.process(three, "deliveries")
 
     assert set(Delivery.objects.values_list("status", "attempt_count")) == {("succeeded", 1)}
     assert Attempt.objects.count() == 3 and len(receiver.requests) == 3
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_row_whose_request_cannot_be_built_fails_alone_and_counts(api, receiver, redis_conn, monkeypatch):
-    topic, _ = subscribe(api, receiver, FAST)
-    for n in range(3):
-        publish(api, topic, n)
-    ids = sorted(Delivery.objects.values_list("id", flat=True))
+def test_a_row_whose_request_cannot_be_built_fails_alone_and_counts(three, monkeypatch):
+    ids = three
     real = attempts.envelope
 
     def fragile(delivery, policy):
