@@ -33,8 +33,8 @@ import requests  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from delivery import localredis  # noqa: E402
 from delivery.engine.publishing import message_publish  # noqa: E402
+from delivery.management import localredis  # noqa: E402
 from delivery.models import Delivery, Message  # noqa: E402
 from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402
 

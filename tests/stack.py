@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from delivery import localredis  # noqa: E402
+from delivery.management import localredis  # noqa: E402
 
 PYTEST_NO_TESTS = 5
 

@@ -119,8 +119,7 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
         if delivery.subscription.status != Subscription.Status.CONFIRMED:
             updates[delivery.id] = transitions.held()
             continue
-        expires = policy.max_age_seconds
-        if expires is not None and now > delivery.budget_start + timedelta(seconds=expires):
+        if policy.outlived(delivery.budget_start, now):
             expired = decisions.give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
             updates[delivery.id] = transitions.decided(expired, now=now)
             continue

@@ -78,6 +78,6 @@ def decide(
     if status in (429, 503) and outcome.retry_after is not None:
         delay = max(delay, min(outcome.retry_after, RETRY_AFTER_CAP_SECONDS))
     at = now + timedelta(seconds=delay)
-    if policy.max_age_seconds is not None and at > published_at + timedelta(seconds=policy.max_age_seconds):
+    if policy.outlived(published_at, at):
         return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
     return Decision(action=RETRY, attempt_outcome=AttemptOutcome.RETRYABLE_FAILURE, next_attempt_at=at)

@@ -8,6 +8,7 @@ import copy
 import json
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from delivery.rules.backoff import BACKOFF_FUNCTIONS, sns_retry_delays
 from delivery.rules.presets import PRESETS, SNS_HEALTHY_DEFAULTS
@@ -66,6 +67,12 @@ class DeliveryPolicy:
         if self.repeat_last and self.delays:
             return self.delays[-1]
         return None
+
+    def outlived(self, start: datetime, at: datetime) -> bool:
+        """Is `at` past the time-to-live (`maxAgeSeconds`) of an attempt budget that began at `start`? The one
+        time-to-live check: before a send, when scheduling a retry, and (through `lifetime_seconds`) for held
+        deliveries."""
+        return self.max_age_seconds is not None and at > start + timedelta(seconds=self.max_age_seconds)
 
     @property
     def lifetime_seconds(self) -> float:

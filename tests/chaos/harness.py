@@ -33,7 +33,7 @@ from redis import Redis
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from delivery import localredis  # noqa: E402
+from delivery.management import localredis  # noqa: E402
 from tests.chaos.receivers import MANNERS, REFUSING  # noqa: E402
 from tests.stack import Postgres  # noqa: E402
 
