@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delivery.rules.policy import PRESETS, PolicyError, effective, parse
+from delivery.engine.effective import policy_for
+from delivery.rules.policy import PRESETS, PolicyError, parse
 
 SNS_DOC_EXAMPLE = {"minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50, "numNoDelayRetries": 3,
                    "numMinDelayRetries": 2, "numMaxDelayRetries": 35, "backoffFunction": "exponential"}
@@ -114,10 +115,11 @@ def test_preset_plus_explicit_keys_merge_with_the_keys_winning():
     assert switched.delays == (5,) and switched.max_attempts == 12
 
 
-def test_effective_policy_is_subscription_then_topic_then_default():
-    assert effective({"preset": "event-grid"}, {"preset": "sns-default"}).max_age_seconds == 86400
-    assert effective(None, {"preset": "sns-default"}).delays == (20, 20, 20)
-    assert effective(None, None, default="workfront").max_attempts == 12
+def test_effective_policy_is_subscription_then_topic_then_default(settings):
+    assert policy_for({"preset": "event-grid"}, {"preset": "sns-default"}).max_age_seconds == 86400
+    assert policy_for(None, {"preset": "sns-default"}).delays == (20, 20, 20)
+    settings.HERALD_DEFAULT_DELIVERY_POLICY = "workfront"
+    assert policy_for(None, None).max_attempts == 12
 
 
 @pytest.mark.parametrize("document, path", [
