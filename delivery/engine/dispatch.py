@@ -23,7 +23,7 @@ from rq.utils import utcparse
 from delivery.engine import transitions
 from delivery.engine.effective import policy_for, subscription_policy
 from delivery.engine.fanout import requeue_lost_fan_outs
-from delivery.engine.health import schedule_probes
+from delivery.engine.health import release_stranded, schedule_probes
 from delivery.engine.queues import DELIVERIES, RETRIES, enqueue_after_commit
 from delivery.engine.wakeup import WAKE_KEY, redis, wake_dispatcher
 from delivery.models import Attempt, Delivery
@@ -189,7 +189,7 @@ def reconcile(now=None) -> dict:
     done = {}
     for name, repair in (("leases", release_expired_leases), ("lost_jobs", requeue_lost_jobs),
                          ("lost_fan_outs", requeue_lost_fan_outs), ("expired_held", expire_held),
-                         ("probes", schedule_probes)):
+                         ("stranded_held", release_stranded), ("probes", schedule_probes)):
         try:
             done[name] = repair(now)
         except Exception:

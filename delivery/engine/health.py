@@ -114,14 +114,28 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
     return True
 
 
+def releasable(**where):
+    """Held deliveries whose subscription is confirmed: they wait only for their endpoint."""
+    return Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True,
+                                   subscription__status=Subscription.Status.CONFIRMED, **where)
+
+
 def release_held(endpoint_id: int, now) -> int:
     """Deliveries held for an unhealthy endpoint become due at once (the throttle still applies)."""
-    released = Delivery.objects.filter(
-        endpoint_id=endpoint_id, status=Delivery.Status.PENDING, next_attempt_at__isnull=True,
-        subscription__status=Subscription.Status.CONFIRMED,
-    ).update(**transitions.released(now=now))
+    released = releasable(endpoint_id=endpoint_id).update(**transitions.released(now=now))
     if released:
         transaction.on_commit(wake_dispatcher)
+    return released
+
+
+def release_stranded(now=None) -> int:
+    """Held deliveries whose endpoint is active and subscription confirmed have nothing left to wait for. They
+    arise when a worker holds a row because it read its endpoint as disabled while a probe elsewhere was bringing
+    the endpoint back (the release found the row in flight). The reconciler makes them due again."""
+    now = now or timezone.now()
+    released = releasable(endpoint__state=circuit.ACTIVE).update(**transitions.released(now=now))
+    if released:
+        wake_dispatcher()
     return released
 
 
@@ -138,10 +152,7 @@ def schedule_probes(now=None) -> int:
     scheduled = 0
     for endpoint_id in Endpoint.objects.filter(state=circuit.DISABLED, next_probe_at__lte=now).values_list(
             "id", flat=True)[:1000]:
-        held = (Delivery.objects.filter(endpoint_id=endpoint_id, status=Delivery.Status.PENDING,
-                                        next_attempt_at__isnull=True,
-                                        subscription__status=Subscription.Status.CONFIRMED)
-                .order_by("id").values_list("id", flat=True)[:1])
+        held = releasable(endpoint_id=endpoint_id).order_by("id").values_list("id", flat=True)[:1]
         scheduled += Delivery.objects.filter(id__in=list(held), next_attempt_at__isnull=True).update(
             **transitions.released(now=now))
     return scheduled

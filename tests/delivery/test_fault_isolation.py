@@ -16,11 +16,12 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
-from delivery.engine import attempts, dispatch, jobs, leases, recording
+from delivery.engine import attempts, dispatch, jobs, leases, recording, transitions
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
 from delivery.rules.storable import TRUNCATED_HEADER
 from delivery.transport.sender import SendResult
+from subscriptions.models import Endpoint
 from tests.conftest import FAST, publish, subscribe, wait_until
 from tests.receiver import Receiver, Reply
 
@@ -271,3 +272,18 @@ def test_a_worker_keeps_running_through_a_redis_restart_mid_job(api, receiver, p
         server.terminate()
         server.wait(5)
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_held_while_its_endpoint_recovered_is_released_by_the_reconciler(three):
+    # A worker read the endpoint as disabled and held the rows; meanwhile a probe elsewhere made it active again.
+    Delivery.objects.update(**transitions.held())
+    assert Endpoint.objects.get().state == "active"
+    now = timezone.now()
+
+    assert dispatch.reconcile(now)["stranded_held"] == 3
+
+    assert set(Delivery.objects.values_list("next_attempt_at", flat=True)) == {now}
+    Endpoint.objects.update(state="frozen")
+    Delivery.objects.update(**transitions.held())
+    assert dispatch.reconcile(now)["stranded_held"] == 0  # held for a reason: it stays held
