@@ -38,7 +38,7 @@ def push(batches: list[tuple[str, list[int]]], queue_name: str, label: str | Non
     try:
         with queue.connection.pipeline() as pipe:
             prepared = [
-                queue.prepare_data(jobs.deliver, args=(ids, label or queue_name), job_id=job_id,
+                queue.prepare_data(jobs.deliver, args=(ids, str(label or queue_name)), job_id=job_id,
                                    timeout=settings.HERALD_JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
                 for job_id, ids in batches
             ]
