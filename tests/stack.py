@@ -40,7 +40,10 @@ def as_postgres(args: list[str]) -> list[str]:
 class Postgres:
     """A throwaway cluster in `workdir`: started, restarted (as maintenance or a failover would) and stopped."""
 
-    def __init__(self, workdir: str):
+    def __init__(self, workdir: str, *, durable_commits: bool = False):
+        """`durable_commits`: keep PostgreSQL's default `synchronous_commit=on`, so a commit it acknowledged
+        survives a crash of the server (the chaos run crashes it); the test suite turns it off for speed."""
+        self.durable_commits = durable_commits
         self.bindir = postgres_bindir()
         self.workdir = workdir
         self.data = os.path.join(workdir, "pg")
@@ -65,8 +68,9 @@ class Postgres:
         return self
 
     def options(self) -> str:
+        commits = "" if self.durable_commits else "-c synchronous_commit=off "
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+                f"{commits}-c full_page_writes=off -c max_connections=200")
 
     def restart(self, mode: str = "fast") -> None:
         """Every session is cut, as in a restart for maintenance (`fast`) or a crash (`immediate`)."""

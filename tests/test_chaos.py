@@ -1,4 +1,4 @@
-"""The chaos run at a smaller size (`make chaos` runs 10,000 messages): 1,000 messages published through the REST
+"""The chaos run at a smaller size (`make chaos` runs 10,000 messages): 2,000 messages published through the REST
 API to 20 subscriptions while workers are killed, Redis is flushed and restarted, PostgreSQL is restarted and the
 receivers misbehave. The harness checks 0 lost, 0 stuck, duplicates under 1 % and attempts matching requests."""
 
@@ -10,8 +10,8 @@ from tests.conftest import ROOT
 
 def test_at_least_once_under_faults(tmp_path):
     figures = tmp_path / "chaos.json"
-    run = subprocess.run([sys.executable, "-m", "tests.chaos.harness", "--messages", "1000", "--rate", "50",
-                          "--kill-every", "5", "--settle-timeout", "400", "--json", str(figures)],
+    run = subprocess.run([sys.executable, "-m", "tests.chaos.harness", "--messages", "2000", "--rate", "80",
+                          "--kill-every", "6", "--settle-timeout", "400", "--json", str(figures)],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     summary = run.stdout[run.stdout.find("faults:"):]
     assert run.returncode == 0, summary + run.stderr[-3000:]

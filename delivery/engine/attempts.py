@@ -16,6 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from delivery.engine import health, leases, recording, throttle, transitions
@@ -31,6 +32,7 @@ from subscriptions.models import Subscription
 log = logging.getLogger(__name__)
 RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
 GROUP_SECONDS = 0.02  # sends that complete this close together are recorded in one statement
+SETTLE_RETRY_PAUSES = (0, 0.5, 1, 2, 4)  # seconds before each try at settling while the database is away
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -188,11 +190,25 @@ def as_recorded(futures):
 
 def settle(claimed: list[Delivery], tries: list[Tried]) -> None:
     """After a failed job: what was tried is recorded (each row alone); the rest is due again shortly. Rows whose
-    lease is no longer ours, or that were recorded already, are left as they are."""
+    lease is no longer ours, or that were recorded already, are left as they are.
+
+    When the database itself went away (a restart, a failover), the broken connection is dropped and recording is
+    tried again for a few seconds, well within the lease: a send that reached its endpoint is then recorded rather
+    than repeated after the lease runs out."""
     due = timezone.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)
     changes, attempts, _ = recording.outcomes(tries)
     untried = {delivery.id: transitions.deferred(due) for delivery in claimed if delivery.id not in changes}
-    try:
-        recording.record_one_by_one(claimed, {**untried, **changes}, attempts)
-    except Exception:  # the database is gone too: the leases run out and the reconciler counts the tries
-        log.exception("could not settle the claimed deliveries; their leases will expire")
+    failure = None
+    for pause in SETTLE_RETRY_PAUSES:
+        time.sleep(pause)
+        try:
+            recording.record_one_by_one(claimed, {**untried, **changes}, attempts)
+            return
+        except (OperationalError, InterfaceError) as exc:
+            failure = exc
+            connection.close()  # the next query opens a fresh connection
+        except Exception as exc:
+            failure = exc
+            break
+    # the database is gone for longer: the leases run out and the reconciler counts the tries
+    log.error("could not settle the claimed deliveries; their leases will expire", exc_info=failure)

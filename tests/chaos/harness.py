@@ -48,7 +48,7 @@ class Stack:
 
     def __init__(self, workdir: str):
         self.workdir = workdir
-        self.postgres = Postgres(workdir).start()
+        self.postgres = Postgres(workdir, durable_commits=True).start()  # it crashes the server: see docs
         self.redis_port = localredis.free_port()
         self.redis_dir = os.path.join(workdir, "redis")
         self.redis = localredis.start(self.redis_port, self.redis_dir)
@@ -134,6 +134,10 @@ class Stack:
     def restart_postgres(self, rng) -> str:
         self.postgres.restart("fast")
         return "PostgreSQL restarted"
+
+    def crash_postgres(self, rng) -> str:
+        self.postgres.restart("immediate")  # no clean shutdown: crash recovery on start, as after a failover
+        return "PostgreSQL crashed and restarted"
 
     def exited_by_themselves(self) -> list[str]:
         engine = [*self.workers, self.scheduler]
@@ -237,10 +241,18 @@ def subscribe_all(call, stack: Stack) -> tuple[list[int], dict[int, str]]:
 
 
 def fault_plan(duration: float, kill_every: float) -> list[tuple[float, str]]:
-    plan = [(t, "kill_worker") for t in frange(min(5.0, kill_every), duration, kill_every)]
-    plan += [(0.25 * duration, "flush_redis"), (0.45 * duration, "restart_redis"),
-             (0.65 * duration, "restart_postgres"), (0.8 * duration, "kill_scheduler")]
-    return sorted(plan)
+    """Worker kills every `kill_every` seconds, and the other faults at set fractions of the publishing time; a
+    kill that would fall within 1.5 s of another fault is moved later, half a second at a time, so that each
+    fault's effect is its own."""
+    others = [(0.25 * duration, "flush_redis"), (0.45 * duration, "restart_redis"),
+              (0.6 * duration, "restart_postgres"), (0.75 * duration, "kill_scheduler"),
+              (0.9 * duration, "crash_postgres")]
+    kills = []
+    for t in frange(min(5.0, kill_every), duration, kill_every):
+        while any(abs(t - at) < 1.5 for at, _ in others):
+            t += 0.5
+        kills.append((t, "kill_worker"))
+    return sorted(others + kills)
 
 
 def frange(start: float, stop: float, step: float):

@@ -7,6 +7,7 @@ import tempfile
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -287,3 +288,32 @@ def test_a_row_held_while_its_endpoint_recovered_is_released_by_the_reconciler(t
     Endpoint.objects.update(state="frozen")
     Delivery.objects.update(**transitions.held())
     assert dispatch.reconcile(now)["stranded_held"] == 0  # held for a reason: it stays held
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sends_are_recorded_after_the_database_connection_is_cut_mid_job(three, receiver, monkeypatch):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        job_backend = cursor.fetchone()[0]
+    killer = psycopg.connect(connection_string())
+    real_send = attempts.sender.send
+
+    def send_then_cut(request, **kwargs):  # what a PostgreSQL restart does to the job's session while it sends
+        result = real_send(request, **kwargs)
+        killer.execute("SELECT pg_terminate_backend(%s)", [job_backend])
+        return result
+
+    monkeypatch.setattr(attempts.sender, "send", send_then_cut)
+    try:
+        attempts.process(three, "deliveries")  # the batch write fails; row by row it reconnects and records
+    finally:
+        killer.close()
+
+    assert len(receiver.requests) == 3
+    assert set(Delivery.objects.values_list("status", "attempt_count")) == {("succeeded", 1)}  # recorded, not resent
+    assert Attempt.objects.count() == 3
+
+
+def connection_string() -> str:
+    db = connection.settings_dict
+    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={db['NAME']}"
