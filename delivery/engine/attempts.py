@@ -20,10 +20,11 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from delivery.engine import health, leases, recording, throttle, transitions
-from delivery.engine.effective import policy_for, subscription_policy
+from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
 from delivery.rules import circuit, decisions, wire
+from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import AttemptOutcome, DeadLetterReason
 from delivery.transport import sender
 from delivery.transport.sender import SendResult
@@ -103,7 +104,7 @@ def throttled(ready: list, updates: dict, now) -> list:
 def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
     """A try that failed inside Herald before anything was sent. It counts, so the policy's limits end it."""
     result = SendResult(status=None, duration_ms=0, started_at=time.time(), error_class=Attempt.ErrorClass.INTERNAL,
-                        error_detail=f"{type(exc).__name__}: {exc}"[:1024])
+                        error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
     return Tried(delivery, policy, delivery.attempt_count + 1, None, result, queue_name)
 
 
@@ -112,11 +113,9 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
     (held, expired) or, when preparing them failed, a try in `failed`."""
     ready = []
     for delivery in claimed:
-        try:
-            policy = subscription_policy(delivery.subscription)
-        except Exception as exc:  # a stored policy that no longer parses: the system default decides
-            log.exception("delivery %s: its policy could not be read", delivery.id)
-            failed.append(internal_failure(delivery, policy_for(None, None), exc, queue_name))
+        policy, unreadable = subscription_policy_or_default(delivery.subscription)
+        if unreadable is not None:
+            failed.append(internal_failure(delivery, policy, unreadable, queue_name))
             continue
         if delivery.subscription.status != Subscription.Status.CONFIRMED:
             updates[delivery.id] = transitions.held()

@@ -17,11 +17,12 @@ from django.db import transaction
 from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from rq import Queue
 from rq.job import Job, JobStatus
 from rq.utils import utcparse
 
 from delivery.engine import transitions
-from delivery.engine.effective import policy_for, subscription_policy
+from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
 from delivery.engine.queues import DELIVERIES, RETRIES, enqueue_after_commit
@@ -91,11 +92,7 @@ def release_expired_leases(now=None) -> int:
 
 
 def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
-    try:
-        policy = subscription_policy(delivery.subscription)
-    except Exception:
-        log.exception("delivery %s: its policy could not be read; the system default decides", delivery.id)
-        policy = policy_for(None, None)
+    policy, _ = subscription_policy_or_default(delivery.subscription)
     number = delivery.attempt_count + 1
     error = Attempt.ErrorClass.LEASE_EXPIRED
     decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
@@ -146,7 +143,7 @@ def live_jobs(job_ids: set[str], *, started_before) -> set[str]:
                  for job_id, values in zip(job_ids, pipe.execute(), strict=True)}
     waiting_on = {origin for status, origin, _ in found.values() if status == JobStatus.QUEUED.value}
     on_queues = {job_id.decode() for origin in waiting_on
-                 for job_id in connection.lrange(f"rq:queue:{origin}", 0, -1)}
+                 for job_id in connection.lrange(Queue.redis_queue_namespace_prefix + origin, 0, -1)}
     alive = set()
     for job_id, (status, _, started_at) in found.items():
         if status in (JobStatus.DEFERRED.value, JobStatus.SCHEDULED.value):

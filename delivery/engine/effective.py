@@ -1,11 +1,14 @@
 """The effective delivery policy of a subscription: its own, else its topic's, else the system default."""
 
 import json
+import logging
 from functools import lru_cache
 
 from django.conf import settings
 
 from delivery.rules import policy
+
+log = logging.getLogger(__name__)
 
 
 def system_default():
@@ -31,3 +34,14 @@ def policy_for(subscription_policy, topic_policy) -> policy.DeliveryPolicy:
 
 def subscription_policy(subscription) -> policy.DeliveryPolicy:
     return policy_for(subscription.delivery_policy, subscription.topic.delivery_policy)
+
+
+def subscription_policy_or_default(subscription) -> tuple[policy.DeliveryPolicy, Exception | None]:
+    """The subscription's effective policy; should its stored document no longer parse, the system default decides,
+    and the error is returned beside it (the attempt path records it; the reconciler only logs it)."""
+    try:
+        return subscription_policy(subscription), None
+    except Exception as exc:
+        log.exception("subscription %s: its delivery policy could not be read; the system default decides",
+                      subscription.id)
+        return policy_for(None, None), exc

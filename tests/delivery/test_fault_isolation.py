@@ -18,6 +18,7 @@ from rq.job import Job, JobStatus
 from rq.utils import utcformat
 
 from delivery.engine import attempts, dispatch, jobs, leases, recording, transitions
+from delivery.engine.effective import subscription_policy
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
 from delivery.rules.storable import TRUNCATED_HEADER
@@ -92,7 +93,7 @@ def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(three):
         # Unsanitized on purpose: the database refuses a NUL, as it would anything the cleaning missed.
         headers = {"X-Nul": "a\x00b"} if delivery is bad else {"X-Fine": "yes"}
         result = SendResult(status=200, duration_ms=5, started_at=time.time(), headers=headers)
-        tries.append(recording.Tried(delivery, attempts.subscription_policy(delivery.subscription),
+        tries.append(recording.Tried(delivery, subscription_policy(delivery.subscription),
                                      1, None, result, "deliveries"))
 
     recording.record(claimed, tries, {}, set())
