@@ -75,10 +75,6 @@ class Delivery(models.Model):
     budget_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True,
                                        help_text="When it succeeded, was dead-lettered or dropped.")
-    # Bookkeeping for the dispatcher and reconciler: when and under which RQ job id it was last queued.
-    queued = models.BooleanField(default=False)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    job_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -88,13 +84,10 @@ class Delivery(models.Model):
             models.UniqueConstraint(fields=["message", "subscription"], name="delivery_unique_per_subscription")
         ]
         indexes = [
-            # The dispatcher's query: pending rows not yet on a queue, by due time. Partial, so it holds only the
-            # retry backlog and stays small however large the table grows.
-            models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING, queued=False),
-                         name="delivery_due"),
-            # The reconciler's query: queued rows whose job may have been lost.
-            models.Index(fields=["enqueued_at"], condition=Q(status=DeliveryStatus.PENDING, queued=True),
-                         name="delivery_queued"),
+            # The workers' due-work query: pending rows by due time. Partial, so it holds only pending work and a
+            # claim reads a batch's worth of it however large the table grows.
+            models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
+                         name="delivery_pending_due"),
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),

@@ -1,7 +1,8 @@
 """The attempt path: claim due deliveries, decide what may be sent, send outside any transaction, record.
 
-Sends run concurrently on a small per-process thread pool so one slow endpoint does not stall the batch; all
-database work stays on the job's thread. Claiming and writing back under a lease live in `leases.py`, recording
+Sends go to the process's transport (an event loop with hundreds of requests in flight); all database work stays
+on the job's thread, and results are recorded in small groups as they complete, so a slow endpoint holds back
+nobody else's. Claiming and writing back under a lease live in `leases.py`, recording
 in `recording.py`.
 
 A failure is contained to what it concerns: a row that cannot be prepared gets an `internal` attempt (it counts,
@@ -12,7 +13,8 @@ recorded, the rest is due again shortly), so no row waits for its lease to run o
 import logging
 import time
 from collections import defaultdict
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,7 +27,7 @@ from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
 from delivery.rules import circuit, decisions, wire
 from delivery.rules.storable import clean_text
-from delivery.rules.vocabulary import AttemptOutcome, DeadLetterReason
+from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeadLetterReason
 from delivery.transport import sender
 from delivery.transport.sender import SendResult
 from subscriptions.models import Subscription
@@ -34,14 +36,7 @@ log = logging.getLogger(__name__)
 RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
 GROUP_SECONDS = 0.02  # sends that complete this close together are recorded in one statement
 SETTLE_RETRY_PAUSES = (0, 0.5, 1, 2, 4)  # seconds before each try at settling while the database is away
-_pool: ThreadPoolExecutor | None = None
-
-
-def pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=settings.HERALD_SENDER_THREADS, thread_name_prefix="herald-send")
-    return _pool
+MAX_TIMEOUT_SECONDS = 60  # the longest requestPolicy.timeoutSeconds a policy may set
 
 
 def envelope(delivery: Delivery, policy) -> wire.Envelope:
@@ -143,65 +138,132 @@ def build(ready: list, failed: list[Tried], queue_name: str) -> list:
     return built
 
 
+@dataclass(frozen=True)
+class Sending:
+    """One request on its way: what `start` handed to the transport."""
+
+    delivery: Delivery
+    policy: object
+    number: int
+    request: object
+    queue: str
+
+
+def queue_label(delivery: Delivery) -> str:
+    return AttemptQueue.DELIVERIES if delivery.attempt_count == 0 else AttemptQueue.RETRIES
+
+
+def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> tuple[dict, set[int]]:
+    """Decide what each claimed row needs, hand the sends to the transport and record the rest (held, deferred,
+    expired, failed to prepare) at once. Returns ({future: Sending}, probe ids). `label` is what the attempts
+    record as their queue; None means by the row (first attempt or retry)."""
+    updates: dict[int, dict] = {}
+    failed: list[Tried] = []
+    futures: dict = {}
+    try:
+        ready = prepare(claimed, updates, failed, label or AttemptQueue.DELIVERIES, now)
+        ready, probes = gated(ready, updates, now)
+        ready = throttled(ready, updates, now)
+        for delivery, policy, number, request in build(ready, failed, label or AttemptQueue.DELIVERIES):
+            queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
+            future = sender.submit(request, timeout=policy.timeout_seconds, key=delivery.endpoint_id,
+                                   start_by=start_by)
+            futures[future] = Sending(delivery, policy, number, request, queue)
+        recording.record(claimed, failed, updates, probes)
+    except Exception:
+        log.exception("starting %d claimed deliveries failed; settling them", len(claimed))
+        settle(futures, failed, claimed)
+        raise
+    return futures, probes
+
+
+def finish(done, futures: dict, probes: set[int], now) -> int:
+    """Record a group of completed sends and forget them; a send its endpoint's slots never let start is due again
+    shortly, not an attempt. Returns how many were sent. If recording fails, `futures` still holds the group for
+    `settle`."""
+    tries, unsent, deliveries = [], {}, []
+    for future in done:
+        sending = futures[future]
+        deliveries.append(sending.delivery)
+        result = future.result()
+        if result is None:
+            unsent[sending.delivery.id] = transitions.deferred(now + timedelta(seconds=RELEASE_DELAY_SECONDS))
+        else:
+            tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
+                               sending.queue))
+    recording.record(deliveries, tries, unsent, probes)
+    for future in done:
+        del futures[future]
+    return len(tries)
+
+
 def process(delivery_ids: list[int], queue_name: str, *, now=None) -> int:
-    """Attempt every claimable delivery in `delivery_ids` that is due at `now`; returns how many were sent."""
+    """Attempt every claimable delivery in `delivery_ids` that is due at `now`, and wait for the answers; returns
+    how many were sent."""
     now = now or timezone.now()
     claimed = leases.claim(delivery_ids, now)
     if not claimed:
         return 0
-    updates: dict[int, dict] = {}
-    tries: list[Tried] = []
-    probes: set[int] = set()
+    futures, probes = start(claimed, queue_name, now)
+    sent = 0
     try:
-        ready = prepare(claimed, updates, tries, queue_name, now)
-        ready, probes = gated(ready, updates, now)
-        ready = throttled(ready, updates, now)
-        to_send = build(ready, tries, queue_name)
-        futures = {pool().submit(sender.send, item[3], timeout=item[1].timeout_seconds): item for item in to_send}
-        recording.record(claimed, tries, updates, probes)  # what needs no send, and what failed to prepare
-        for done in as_recorded(futures):
-            group = []
-            for future in done:
-                delivery, policy, number, request = futures[future]
-                queue = Attempt.Queue.PROBE if delivery.id in probes else queue_name
-                group.append(Tried(delivery, policy, number, request, future.result(), queue))
-            tries.extend(group)
-            recording.record(claimed, group, {}, probes)
+        for done in as_recorded(list(futures)):
+            sent += finish(done, futures, probes, timezone.now())
     except Exception:
         log.exception("a delivery job failed; settling the %d deliveries it claimed", len(claimed))
-        settle(claimed, tries)
+        settle(futures, [])
         raise
-    return sum(1 for tried in tries if tried.request is not None)
+    return sent
+
+
+def next_group(futures, timeout: float | None = None) -> set:
+    """The sends that complete next, as one group: what finished within GROUP_SECONDS of the first of it (empty if
+    none finished within `timeout`). Recording as sends complete keeps one slow endpoint from holding back the
+    others' results, and keeps what a dying worker leaves unrecorded (and so resent later) to a few milliseconds'
+    worth of sends."""
+    done, remaining = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+    if done and remaining:
+        more, _ = wait(remaining, timeout=GROUP_SECONDS)
+        done |= more
+    return done
 
 
 def as_recorded(futures):
-    """The sends in groups as they complete: each group is what finished within GROUP_SECONDS of the first of it.
-    Recording as sends complete keeps one slow endpoint from holding back the others' results, and keeps what a
-    dying worker leaves unrecorded (and so resent later) to a few milliseconds' worth of sends."""
+    """Every send, in groups as they complete."""
     remaining = set(futures)
     while remaining:
-        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-        if remaining:
-            more, remaining = wait(remaining, timeout=GROUP_SECONDS)
-            done |= more
+        done = next_group(remaining)
+        remaining -= done
         yield done
 
 
-def settle(claimed: list[Delivery], tries: list[Tried]) -> None:
-    """After a failed job: what was tried is recorded (each row alone); the rest is due again shortly. Rows whose
-    lease is no longer ours, or that were recorded already, are left as they are.
+def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
+    """After a failure: the sends already on their way finish and are recorded with what was tried (each row
+    alone); every other row is due again shortly. Rows whose lease is no longer ours, or that were recorded
+    already, are left as they are.
 
     When the database itself went away (a restart, a failover), the broken connection is dropped and recording is
     tried again for a few seconds, well within the lease: a send that reached its endpoint is then recorded rather
     than repeated after the lease runs out."""
+    wait(list(futures), timeout=settings.HERALD_SEND_START_WINDOW_SECONDS + MAX_TIMEOUT_SECONDS)
+    tries = list(tries)
+    deliveries = {delivery.id: delivery for delivery in claimed}
+    for future, sending in futures.items():
+        deliveries[sending.delivery.id] = sending.delivery
+        result = future.result() if future.done() and not future.cancelled() else None
+        if result is not None:
+            tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
+                               sending.queue))
+    for tried in tries:
+        deliveries[tried.delivery.id] = tried.delivery
     due = timezone.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)
     changes, attempts, _ = recording.outcomes(tries)
-    untried = {delivery.id: transitions.deferred(due) for delivery in claimed if delivery.id not in changes}
+    untried = {delivery_id: transitions.deferred(due) for delivery_id in deliveries if delivery_id not in changes}
     failure = None
     for pause in SETTLE_RETRY_PAUSES:
         time.sleep(pause)
         try:
-            recording.record_one_by_one(claimed, {**untried, **changes}, attempts)
+            recording.record_one_by_one(list(deliveries.values()), {**untried, **changes}, attempts)
             return
         except (OperationalError, InterfaceError) as exc:
             failure = exc

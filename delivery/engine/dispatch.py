@@ -1,9 +1,10 @@
-"""The dispatcher and the reconciler: the database holds the schedule, Redis only what is due now.
+"""The dispatcher and the reconciler: the database holds the schedule; Redis holds only pumps and wake-ups.
 
-- dispatch: pending deliveries whose time has come and that are on no queue go to the `retries` queue (or, for
-  first attempts that publishing left to it under backlog, to `deliveries`).
-- reconcile: expired leases (a worker died mid-send) count their try and follow the policy; queued rows whose RQ
-  job will not run them (Redis flushed or restarted, the job failed or was stopped) are queued again.
+- dispatch: when deliveries are due (a retry's time came, a held row was released, a pump was lost), a pump is
+  asked for; pumps take the due rows themselves. Nothing in Redis names a delivery, so a Redis flush or restart
+  loses no work: the next tick asks again.
+- reconcile: expired leases (a worker died mid-send) count their try and follow the policy; lost fan-outs run again;
+  held rows past their time-to-live end; stranded held rows are released; disabled endpoints get their probes.
 Both are safe to run from several schedulers at once: rows are taken with SKIP LOCKED.
 """
 
@@ -12,20 +13,16 @@ import random
 import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from rq import Queue
-from rq.job import Job, JobStatus
-from rq.utils import utcparse
 
 from delivery.engine import transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
-from delivery.engine.queues import DELIVERIES, RETRIES, enqueue_after_commit
+from delivery.engine.queues import DELIVERIES, RETRIES, want_pump
 from delivery.engine.wakeup import WAKE_KEY, redis, wake_dispatcher
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
@@ -40,30 +37,22 @@ PRECISE_SLEEP_SECONDS = 0.25
 
 
 def dispatch_due(now=None) -> int:
-    """Queue every due, unqueued pending delivery: retries on `retries`, first attempts that publishing left to us
-    (under backlog) on `deliveries`. Never queues one before its time."""
+    """If deliveries are due, make sure a pump is on its way (on `retries` when retries are among them, else on
+    `deliveries`): pumps take due rows from the database themselves, so nothing is queued before its time and a
+    lost pump costs nothing. Returns how many are due (at most BATCH counted)."""
     now = now or timezone.now()
-    total = 0
-    while True:
-        with transaction.atomic():
-            rows = list(
-                Delivery.objects.select_for_update(skip_locked=True)
-                .filter(status=Delivery.Status.PENDING, queued=False, next_attempt_at__lte=now)
-                .order_by("next_attempt_at")
-                .values_list("id", "attempt_count")[:BATCH]
-            )
-            enqueue_after_commit([i for i, attempts in rows if attempts == 0], DELIVERIES)
-            enqueue_after_commit([i for i, attempts in rows if attempts > 0], RETRIES)
-        total += len(rows)
-        if len(rows) < BATCH:
-            return total
+    due = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+               .order_by("next_attempt_at").values_list("attempt_count", flat=True)[:BATCH])
+    if due:
+        want_pump(RETRIES if any(due) else DELIVERIES)
+    return len(due)
 
 
-def next_due_at():
-    return (
-        Delivery.objects.filter(status=Delivery.Status.PENDING, queued=False, next_attempt_at__isnull=False)
-        .aggregate(at=Min("next_attempt_at"))["at"]
-    )
+def next_due_at(now=None):
+    """When the next delivery that is not yet due becomes due (what is due already is the pumps' business)."""
+    now = now or timezone.now()
+    return (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__gt=now)
+            .aggregate(at=Min("next_attempt_at"))["at"])
 
 
 def release_expired_leases(now=None) -> int:
@@ -108,53 +97,6 @@ def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
     return decision, attempt
 
 
-def requeue_lost_jobs(now=None) -> int:
-    """Queued rows whose job will not run them are queued again: the job is gone (Redis flushed or restarted, or
-    the enqueue failed), failed, was stopped or canceled, says `queued` but is on no queue (its worker was killed
-    between taking it and starting it), or started long enough ago that it would have claimed the rows (they are
-    still pending: it died first, or found them not yet due). Queuing a row twice is harmless: claims are atomic."""
-    now = now or timezone.now()
-    stale_before = now - timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
-    rows = list(
-        Delivery.objects.filter(status=Delivery.Status.PENDING, queued=True, enqueued_at__lt=stale_before)
-        .order_by("enqueued_at").values_list("id", "job_id")[:BATCH * 10]
-    )
-    if not rows:
-        return 0
-    alive = live_jobs({job_id for _, job_id in rows if job_id}, started_before=stale_before)
-    lost = [delivery_id for delivery_id, job_id in rows if job_id not in alive]
-    if lost:
-        Delivery.objects.filter(id__in=lost, status=Delivery.Status.PENDING, queued=True).update(
-            **transitions.unqueued())
-        log.warning("%d queued deliveries had no job that will run them; they go back to the dispatcher", len(lost))
-        wake_dispatcher()
-    return len(lost)
-
-
-def live_jobs(job_ids: set[str], *, started_before) -> set[str]:
-    """The jobs among `job_ids` that will still run their rows: waiting on their queue, deferred or scheduled, or
-    started after `started_before`."""
-    job_ids = sorted(job_ids)
-    connection = redis()
-    with connection.pipeline() as pipe:
-        for job_id in job_ids:
-            pipe.hmget(Job.key_for(job_id), "status", "origin", "started_at")
-        found = {job_id: [v.decode() if v else "" for v in values]
-                 for job_id, values in zip(job_ids, pipe.execute(), strict=True)}
-    waiting_on = {origin for status, origin, _ in found.values() if status == JobStatus.QUEUED.value}
-    on_queues = {job_id.decode() for origin in waiting_on
-                 for job_id in connection.lrange(Queue.redis_queue_namespace_prefix + origin, 0, -1)}
-    alive = set()
-    for job_id, (status, _, started_at) in found.items():
-        if status in (JobStatus.DEFERRED.value, JobStatus.SCHEDULED.value):
-            alive.add(job_id)
-        elif status == JobStatus.QUEUED.value and job_id in on_queues:
-            alive.add(job_id)
-        elif status == JobStatus.STARTED.value and started_at and utcparse(started_at) >= started_before:
-            alive.add(job_id)
-    return alive
-
-
 def expire_held(now=None) -> int:
     """Held deliveries (paused subscription, disabled or frozen endpoint) keep their time-to-live: past their
     policy's lifetime they are dead-lettered (or dropped) without being sent.
@@ -184,8 +126,8 @@ def expire_held(now=None) -> int:
 def reconcile(now=None) -> dict:
     """Every repair, each on its own: one that fails (Redis down, say) does not keep the others from running."""
     done = {}
-    for name, repair in (("leases", release_expired_leases), ("lost_jobs", requeue_lost_jobs),
-                         ("lost_fan_outs", requeue_lost_fan_outs), ("expired_held", expire_held),
+    for name, repair in (("leases", release_expired_leases), ("lost_fan_outs", requeue_lost_fan_outs),
+                         ("expired_held", expire_held),
                          ("stranded_held", release_stranded), ("probes", schedule_probes)):
         try:
             done[name] = repair(now)

@@ -8,13 +8,12 @@ whose job was lost (Redis flushed) is found by the reconciler through `fanout_pe
 import logging
 from datetime import timedelta
 
-import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from delivery.engine import transitions
-from delivery.engine.wakeup import wake_dispatcher
+from delivery.engine import redis_link, transitions
+from delivery.engine.queues import DELIVERIES, want_pump
 from delivery.models import Delivery, Message
 from delivery.rules.filter_policy import matches
 from delivery.rules.vocabulary import AttemptQueue
@@ -41,14 +40,14 @@ def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery
 
 def enqueue_fan_out(message_id) -> None:
     try:
-        django_rq.get_queue(AttemptQueue.DELIVERIES).enqueue(fan_out, str(message_id), result_ttl=0,
+        redis_link.queue(AttemptQueue.DELIVERIES).enqueue(fan_out, str(message_id), result_ttl=0,
                                                   job_timeout=settings.HERALD_JOB_TIMEOUT_SECONDS)
     except Exception:  # Redis down: the reconciler finds the message by fanout_pending
         log.exception("could not enqueue the fan-out of message %s; the reconciler will retry", message_id)
 
 
 def fan_out(message_id: str) -> int:
-    """The RQ job: create the message's deliveries in chunks; the scheduler batches them onto the `deliveries` queue."""
+    """The RQ job: create the message's deliveries in chunks, then ask for a pump to send them."""
     message = Message.objects.filter(id=message_id, fanout_pending=True).first()
     if message is None:
         return 0
@@ -57,7 +56,7 @@ def fan_out(message_id: str) -> int:
         with transaction.atomic():
             Delivery.objects.bulk_create(build(message, chosen[start:start + CHUNK]), ignore_conflicts=True)
     Message.objects.filter(id=message.id).update(fanout_pending=False)
-    wake_dispatcher()
+    want_pump(DELIVERIES)
     return len(chosen)
 
 

@@ -1,10 +1,10 @@
-"""Leases on delivery rows: claim due rows for one job, and write results back only while the lease is ours.
+"""Leases on delivery rows: claim due rows for a worker, and write results back only while the lease is ours.
 
 Claiming is atomic (pending and due → in_flight with a lease), so a duplicate job finds nothing to do, and a job
 whose lease expired (it was too slow, or its worker died and the reconciler moved the row on) changes nothing.
 """
 
-import math
+from collections import Counter
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,19 +17,43 @@ from delivery.models import Delivery
 
 
 def claim(delivery_ids: list[int], now) -> list[Delivery]:
-    """Take the due, pending rows among `delivery_ids`; rows another job holds are skipped, not waited for.
+    """Take the due, pending rows among `delivery_ids` (a manual retry, a test); rows another job holds are
+    skipped, not waited for."""
+    return _claim(Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING,
+                                          next_attempt_at__lte=now), now)
 
-    Two round trips on PostgreSQL: load the candidates, then one UPDATE ... RETURNING (SKIP LOCKED).
-    """
-    candidates = list(
-        Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-        .select_related("message__topic", "subscription__topic", "endpoint")
-    )
+
+def claim_due(now, limit: int, *, busy_endpoints=(), per_endpoint: int | None = None) -> list[Delivery]:
+    """Take up to `limit` due rows, oldest due first, at most `per_endpoint` of one endpoint and none of
+    `busy_endpoints` (their slots are full), so a backlog for one endpoint never fills a batch. Rows another
+    worker is taking are skipped. The due-work query reads the partial index on `next_attempt_at` of pending rows:
+    its cost follows the batch, not the number of pending rows."""
+    per_endpoint = per_endpoint or limit
+    due = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+           .exclude(endpoint_id__in=list(busy_endpoints)).order_by("next_attempt_at")
+           .values_list("id", "endpoint_id")[:limit * 4])
+    taken: Counter = Counter()
+    ids = []
+    for delivery_id, endpoint_id in due:
+        if taken[endpoint_id] < per_endpoint:
+            taken[endpoint_id] += 1
+            ids.append(delivery_id)
+            if len(ids) == limit:
+                break
+    if not ids:
+        return []
+    return _claim(Delivery.objects.filter(id__in=ids), now)
+
+
+def _claim(candidates, now) -> list[Delivery]:
+    """Two round trips on PostgreSQL: load the candidates, then one UPDATE ... RETURNING (SKIP LOCKED). The lease
+    covers the wait for a send slot (HERALD_SEND_START_WINDOW_SECONDS), the longest timeout among them and a margin."""
+    candidates = list(candidates.select_related("message__topic", "subscription__topic", "endpoint"))
     if not candidates:
         return []
-    rounds = math.ceil(len(candidates) / settings.HERALD_SENDER_THREADS)
     longest = max(subscription_policy(d.subscription).timeout_seconds for d in candidates)
-    lease = now + timedelta(seconds=rounds * longest + settings.HERALD_LEASE_MARGIN_SECONDS)
+    window, margin = settings.HERALD_SEND_START_WINDOW_SECONDS, settings.HERALD_LEASE_MARGIN_SECONDS
+    lease = now + timedelta(seconds=window + longest + margin)
     locked = _lease([d.id for d in candidates], now, lease)
     claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)
     for delivery in claimed:

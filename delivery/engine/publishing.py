@@ -1,5 +1,5 @@
 """Publishing: store the message and its deliveries in one transaction (or, for a large topic, hand the deliveries
-to a fan-out job), and queue the first attempts after commit."""
+to a fan-out job), and ask for a pump after commit."""
 
 import hashlib
 import json
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from delivery.engine import fanout
 from delivery.engine.errors import ApplicationError
-from delivery.engine.queues import DELIVERIES, enqueue_after_commit
+from delivery.engine.queues import pump_after_commit
 from delivery.models import Delivery, Message
 from subscriptions.models import Topic
 
@@ -54,8 +54,8 @@ def message_publish(
                 transaction.on_commit(lambda: fanout.enqueue_fan_out(message.id))
                 return message, len(chosen), True
             deliveries = Delivery.objects.bulk_create(fanout.build(message, chosen), batch_size=1000)
-            enqueue_after_commit([d.id for d in deliveries if d.next_attempt_at is not None], DELIVERIES,
-                                 batch_under_backlog=True)
+            if any(d.next_attempt_at is not None for d in deliveries):
+                pump_after_commit()
     except IntegrityError:
         if not idempotency_key:
             raise

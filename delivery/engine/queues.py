@@ -1,74 +1,80 @@
-"""Putting work on the RQ queues: batches of delivery ids, after the transaction commits."""
+"""Putting work on the RQ queues.
+
+Workers pull: a `pump` job takes whatever is due from the database, in bulk, for as long as there is any (see
+`pump.py`), so the unit of work follows what is due, not how publishes happened to arrive. A queue needs at most one
+pump waiting on it: `want_pump` enqueues one only when none is waiting (a Redis flag a starting pump clears), so a
+stream of publishes costs one Redis round trip each and queues no job per publish. Lost pumps (Redis flushed, a
+worker killed before starting one) cost nothing: the flag expires and the scheduler asks again for due work.
+
+`deliver` jobs carry ids: a retry asked for by hand, sent at once and recorded as `manual`.
+"""
 
 import logging
-import uuid
 
-import django_rq
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from delivery.engine import jobs, transitions
-from delivery.engine.wakeup import wake_dispatcher
-from delivery.models import Delivery
+from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
 DELIVERIES, RETRIES = AttemptQueue.DELIVERIES, AttemptQueue.RETRIES
+PUMP_WANTED_KEY = "herald:pump-wanted:{}"
+WORK_SEQUENCE_KEY = "herald:work-sequence"
+PUMP_JOB, DELIVER_JOB = "delivery.engine.jobs.pump", "delivery.engine.jobs.deliver"  # by name: jobs import us
+PUMP_WANTED_SECONDS = 5  # after this a waiting pump counts as lost and another may be queued
 
 
-def chunks(items: list, size: int):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
-def assign_jobs(delivery_ids: list[int], queue_name: str) -> list[tuple[str, list[int]]]:
-    """Split ids into batches, each with a fresh job id, and remember the job id on the rows."""
-    batches = [(uuid.uuid4().hex, batch) for batch in chunks(delivery_ids, settings.HERALD_BATCH_SIZE)]
-    now = timezone.now()
-    for job_id, batch in batches:
-        Delivery.objects.filter(id__in=batch).update(**transitions.enqueued(job_id, now=now))
-    return batches
-
-
-def push(batches: list[tuple[str, list[int]]], queue_name: str, label: str | None = None) -> None:
-    """Enqueue now. A Redis failure is logged, not raised: the reconciler re-enqueues work that has no job.
-    `label` is what the attempts record as their queue (e.g. `manual`); it defaults to the queue's name."""
-    queue = django_rq.get_queue(queue_name)
+def want_pump(queue_name: str = DELIVERIES) -> bool:
+    """New work is due: tell running pumps (the work sequence moves on) and make sure a pump is waiting on
+    `queue_name`. One Redis round trip, plus an enqueue only when no pump is waiting. Never raises: without Redis
+    the work stays due in the database and the scheduler asks again. Returns whether it queued a pump."""
+    queue = redis_link.queue(queue_name)
     try:
         with queue.connection.pipeline() as pipe:
-            prepared = [
-                queue.prepare_data(jobs.deliver, args=(ids, str(label or queue_name)), job_id=job_id,
-                                   timeout=settings.HERALD_JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
-                for job_id, ids in batches
-            ]
-            queue.enqueue_many(prepared, pipeline=pipe)
-            pipe.execute()
-    except Exception:  # Redis down or flushed mid-way: nothing is lost, the rows stay pending and due
-        log.exception("could not enqueue %d delivery batches on %s; the reconciler will retry", len(batches),
-                      queue_name)
-
-
-def backlogged(queue_name: str) -> bool:
-    """Is the queue already long? Then new work is better batched by the dispatcher than queued one job each."""
-    try:
-        return django_rq.get_queue(queue_name).count >= settings.HERALD_DIRECT_ENQUEUE_BACKLOG
-    except Exception:  # Redis unreachable: leave the rows to the dispatcher and the reconciler
+            pipe.incr(WORK_SEQUENCE_KEY)
+            pipe.set(PUMP_WANTED_KEY.format(queue_name), 1, nx=True, ex=PUMP_WANTED_SECONDS)
+            _, queued_now = pipe.execute()
+        if not queued_now:
+            return False  # one is waiting already
+        queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=settings.HERALD_JOB_TIMEOUT_SECONDS,
+                           result_ttl=0, failure_ttl=86400)
         return True
+    except Exception:
+        log.warning("could not queue a delivery pump on %s; the scheduler will ask again", queue_name, exc_info=True)
+        return False
 
 
-def enqueue_after_commit(delivery_ids: list[int], queue_name: str, *, batch_under_backlog: bool = False,
-                         label: str | None = None) -> None:
-    """Call inside the transaction that made the rows due; the jobs go out once it commits.
+def pump_started(queue_name: str) -> None:
+    """A pump took over: the next new work needs a new one queued (this one may be busy with slow endpoints)."""
+    try:
+        redis_link.connection(queue_name).delete(PUMP_WANTED_KEY.format(queue_name))
+    except Exception:
+        log.warning("could not clear the pump flag of %s", queue_name, exc_info=True)
 
-    With `batch_under_backlog` (publishing), rows are left to the dispatcher while the queue is long: it gathers
-    them into full batches, which is what lets a worker approach the HTTP client's ceiling under load. When the
-    queue is short they are queued at once, for the lowest latency.
-    """
-    if not delivery_ids:
-        return
-    if batch_under_backlog and backlogged(queue_name):
-        transaction.on_commit(wake_dispatcher)
-        return
-    batches = assign_jobs(delivery_ids, queue_name)
-    transaction.on_commit(lambda: push(batches, queue_name, label))
+
+def work_sequence(queue_name: str = DELIVERIES) -> int:
+    """A number that changes whenever new work is announced; a pump compares it with what it saw last."""
+    try:
+        return int(redis_link.connection(queue_name).get(WORK_SEQUENCE_KEY) or 0)
+    except Exception:
+        return -1
+
+
+def pump_after_commit(queue_name: str = DELIVERIES) -> None:
+    """Call inside the transaction that made rows due; the pump is asked for once it commits."""
+    transaction.on_commit(lambda: want_pump(queue_name))
+
+
+def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
+    """A `deliver` job for these rows once the transaction commits (a retry by hand). If it is lost, the rows are
+    due anyway and the next pump sends them."""
+    def push():
+        try:
+            redis_link.queue(DELIVERIES).enqueue_call(
+                DELIVER_JOB, args=(delivery_ids, str(label)), timeout=settings.HERALD_JOB_TIMEOUT_SECONDS,
+                result_ttl=0, failure_ttl=86400)
+        except Exception:
+            log.warning("could not queue deliveries %s; the next pump sends them", delivery_ids, exc_info=True)
+            want_pump(DELIVERIES)
+    transaction.on_commit(push)

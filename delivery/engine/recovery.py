@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from delivery.engine import transitions
 from delivery.engine.errors import ApplicationError
-from delivery.engine.queues import DELIVERIES, enqueue_after_commit
+from delivery.engine.queues import send_now_after_commit
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery
 from delivery.rules.vocabulary import AttemptQueue
@@ -58,7 +58,7 @@ def delivery_retry_now(*, delivery: Delivery) -> Delivery:
         if locked.status != Delivery.Status.PENDING:
             changes = transitions.fresh_budget(now=now)
         Delivery.objects.filter(id=locked.id).update(**changes)
-        enqueue_after_commit([locked.id], DELIVERIES, label=AttemptQueue.MANUAL)
+        send_now_after_commit([locked.id], AttemptQueue.MANUAL)
     delivery.refresh_from_db()
     return delivery
 

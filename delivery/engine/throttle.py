@@ -5,8 +5,8 @@ Redis server's clock, so workers on different hosts agree. A delivery that gets 
 next slot frees: it is not an attempt and no worker waits for it.
 """
 
-import django_rq
 
+from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 # KEYS[1] = log key; ARGV = rate, wanted, window in microseconds, unique member prefix.
@@ -38,7 +38,7 @@ _script = None
 def acquire(subscription_id: int, rate: int, wanted: int, token: str) -> tuple[int, float]:
     """Ask for `wanted` send slots; returns (slots granted, seconds until the next slot frees if some were not)."""
     global _script
-    connection = django_rq.get_connection(AttemptQueue.DELIVERIES)
+    connection = redis_link.connection(AttemptQueue.DELIVERIES)
     if _script is None or _script.registered_client is not connection:
         _script = connection.register_script(SCRIPT)
     granted, wait = _script(keys=[f"herald:throttle:{subscription_id}"],

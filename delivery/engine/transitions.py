@@ -1,9 +1,9 @@
 """Every change of a delivery's state, as the field changes it implies (no database access).
 
-Each function returns every field its transition implies, so no writer has to remember to clear the lease or
-the queued flag; `wakes_scheduler` tells whether a change leaves work the scheduler must plan for. Every status
-write in Herald goes through one of these: under the lease by `leases.write_back` (the attempt path), or by the
-conditional updates of the reconciler, recovery and endpoint health.
+Each function returns every field its transition implies, so no writer has to remember to clear the lease;
+`wakes_scheduler` tells whether a change leaves work the scheduler must plan for. Every status write in Herald
+goes through one of these: under the lease by `leases.write_back` (the attempt path), or by the conditional
+updates of the reconciler, recovery and endpoint health.
 """
 
 from django.db.models import F
@@ -16,7 +16,7 @@ Status = Delivery.Status
 
 def attempted(delivery: Delivery, decision: Decision, *, now) -> dict:
     """After a try (sent, lost with its worker, or failed inside Herald): counted, then as the policy decided."""
-    changes = {"lease_until": None, "queued": False, "attempt_count": delivery.attempt_count + 1,
+    changes = {"lease_until": None, "attempt_count": delivery.attempt_count + 1,
                "last_attempt_at": now}
     if delivery.first_attempt_at is None:
         changes["first_attempt_at"] = now
@@ -27,24 +27,23 @@ def decided(decision: Decision, *, now) -> dict:
     """Where a policy decision leaves a delivery: succeeded, pending until the retry, or finished with a reason."""
     if decision.action == SUCCEED:
         return {"status": Status.SUCCEEDED, "delivered_at": now, "next_attempt_at": None, "finished_at": now,
-                "lease_until": None, "queued": False}
+                "lease_until": None}
     if decision.action == RETRY:
-        return {"status": Status.PENDING, "next_attempt_at": decision.next_attempt_at, "lease_until": None,
-                "queued": False}
+        return {"status": Status.PENDING, "next_attempt_at": decision.next_attempt_at, "lease_until": None}
     status = Status.DEAD_LETTERED if decision.action == DEAD_LETTER else Status.DROPPED
     return {"status": status, "dead_letter_reason": decision.reason, "next_attempt_at": None, "finished_at": now,
-            "lease_until": None, "queued": False}
+            "lease_until": None}
 
 
 def held() -> dict:
     """Not attempted now (subscription paused or unconfirmed, endpoint disabled or frozen): pending with no due
     time until released; the time-to-live still runs. Holding spends no attempt."""
-    return {"status": Status.PENDING, "next_attempt_at": None, "lease_until": None, "queued": False}
+    return {"status": Status.PENDING, "next_attempt_at": None, "lease_until": None}
 
 
 def deferred(until) -> dict:
     """Not attempted now (throttled, or its job failed before sending): due again at `until`. Not an attempt."""
-    return {"status": Status.PENDING, "next_attempt_at": until, "lease_until": None, "queued": False}
+    return {"status": Status.PENDING, "next_attempt_at": until, "lease_until": None}
 
 
 def wakes_scheduler(changes: dict) -> bool:
@@ -59,32 +58,22 @@ def initial(*, due) -> dict:
 
 def claimed(*, lease) -> dict:
     """Taken by one job: in flight until it records the try or `lease` runs out."""
-    return {"status": Status.IN_FLIGHT, "lease_until": lease, "queued": False}
+    return {"status": Status.IN_FLIGHT, "lease_until": lease}
 
 
 def released(*, now) -> dict:
     """Held no longer (endpoint recovered, subscription resumed, a probe is due): due at once."""
-    return {"next_attempt_at": now, "queued": False}
+    return {"next_attempt_at": now}
 
 
 def fresh_budget(*, now) -> dict:
     """Redriven, recovered or retried by hand: pending and due now, with a new attempt budget whose attempts are
     counted from here and whose time-to-live runs from now."""
-    return {"status": Status.PENDING, "next_attempt_at": now, "queued": False, "dead_letter_reason": "",
+    return {"status": Status.PENDING, "next_attempt_at": now, "dead_letter_reason": "",
             "finished_at": None, "lease_until": None, "budget_attempts": F("attempt_count"), "budget_started_at": now}
 
 
 def finished(status: str, reason: str, *, now) -> dict:
     """Ended without a try: dead-lettered or dropped by hand, or past its time-to-live while held."""
     return {"status": status, "dead_letter_reason": reason, "next_attempt_at": None, "finished_at": now,
-            "lease_until": None, "queued": False}
-
-
-def enqueued(job_id: str, *, now) -> dict:
-    """On a queue under RQ job `job_id` (bookkeeping for the reconciler, not a status change)."""
-    return {"job_id": job_id, "queued": True, "enqueued_at": now}
-
-
-def unqueued() -> dict:
-    """Its job will not run it (lost, failed, stopped): back to the dispatcher."""
-    return {"queued": False}
+            "lease_until": None}

@@ -2,8 +2,7 @@
 
 import logging
 
-import django_rq
-
+from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
@@ -12,7 +11,7 @@ QUEUE_CONNECTION = AttemptQueue.RETRIES
 
 
 def redis():
-    return django_rq.get_connection(QUEUE_CONNECTION)
+    return redis_link.connection(QUEUE_CONNECTION)
 
 
 def wake_dispatcher() -> None:

@@ -18,6 +18,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.worker import SimpleWorker
 
+from delivery.engine import pump
+
 log = logging.getLogger("herald.worker")
 RECONNECT_WAIT_MAX = 10.0
 
@@ -30,6 +32,7 @@ class HeraldWorker(SimpleWorker):
 
     def request_stop(self, signum, frame):
         self._stop_asked = True
+        pump.stopping.set()  # a running pump stops claiming, finishes what is in flight and returns
         super().request_stop(signum, frame)
 
     def execute_job(self, job, queue):

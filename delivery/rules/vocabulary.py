@@ -51,6 +51,7 @@ class ErrorClass(StrEnum):
     BLOCKED_ADDRESS = "blocked_address"
     HTTP_STATUS = "http_status"
     REDIRECT = "redirect"
+    INVALID_RESPONSE = "invalid_response"  # the answer was not valid HTTP (a broken status line, a NUL in a header)
     LEASE_EXPIRED = "lease_expired"  # its worker died or stalled mid-try; the request may have been sent
     UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
     INTERNAL = "internal"  # Herald failed before sending

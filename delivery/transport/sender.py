@@ -1,24 +1,47 @@
-"""The HTTP sender: one POST, never a redirect, and a result value instead of an exception."""
+"""The HTTP sender: many POSTs in flight from one event loop, never a redirect, a result value instead of an exception.
 
+Each process has one `Transport`: an asyncio event loop on its own thread with one aiohttp session (keep-alive
+pools per host). Callers on other threads `submit()` a request and get a `concurrent.futures.Future`, so the attempt
+path can record results as they complete while hundreds of requests are in flight.
+
+What every send guarantees:
+- the connection goes only to an address the SSRF guard checked (`ssrf.GuardedResolver`; IP literals are checked
+  before the request), with the Host header, TLS SNI and certificate check on the URL's name;
+- one deadline for the whole request (connect, send, headers, body), however the endpoint drips its answer;
+- bounded reads: headers up to MAX_FIELD_BYTES each, the body read up to DRAIN_LIMIT and only EXCERPT_BYTES kept;
+- no redirects, no proxies or credentials from the environment, no cookies kept between endpoints;
+- a per-endpoint concurrency limit, so one slow endpoint cannot take every slot. A send that cannot start before
+  its `start_by` (its endpoint's slots stayed busy) is not sent at all: its future answers None, not an attempt.
+"""
+
+import asyncio
+import concurrent.futures
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import urlsplit
 
-import requests
+import aiohttp
 from django.conf import settings
-from urllib3.exceptions import NameResolutionError
 
 from delivery.rules.storable import clean_headers, clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport import deadlines
-from delivery.transport.ssrf import BlockedAddress, GuardedAdapter, parse_networks
+from delivery.transport.ssrf import (
+    BlockedAddress,
+    GuardedResolver,
+    Unresolvable,
+    blocked_reason,
+    literal_address,
+    parse_networks,
+)
 
 EXCERPT_BYTES = 4096
 DRAIN_LIMIT = 64 * 1024  # read this much at most so that the connection can be reused
+MAX_FIELD_BYTES = 64 * 1024  # one response header line; a longer one makes the answer invalid
 CONNECT_TIMEOUT_CAP = 10.0
-
-_local = threading.local()
 
 
 @dataclass(frozen=True)
@@ -36,85 +59,204 @@ class SendResult:
         return self.status is not None and 200 <= self.status < 300
 
 
-def session() -> requests.Session:
-    """One keep-alive session per thread, reused across jobs (workers do not fork per job)."""
-    current = getattr(_local, "session", None)
-    if current is None:
-        current = requests.Session()
-        current.trust_env = False  # no proxies or .netrc from the worker's environment
-        adapter = GuardedAdapter(allowed_networks, pool_connections=64, pool_maxsize=8, max_retries=0)
-        current.mount("http://", adapter)
-        current.mount("https://", adapter)
-        _local.session = current
-    return current
-
-
 def allowed_networks() -> tuple:
     return parse_networks(tuple(settings.HERALD_ALLOWED_NETWORKS))
 
 
-def classify_exception(exc: Exception) -> str:
-    if isinstance(exc, BlockedAddress):
-        return ErrorClass.BLOCKED_ADDRESS
-    if isinstance(exc, requests.exceptions.Timeout):
-        return ErrorClass.TIMEOUT
-    if isinstance(exc, requests.exceptions.SSLError):
-        return ErrorClass.TLS
-    if isinstance(exc, requests.exceptions.ConnectionError):
-        reason = exc.args[0] if exc.args else None
-        inner = getattr(reason, "reason", reason)
-        if isinstance(inner, NameResolutionError) or "NameResolutionError" in str(exc):
-            return ErrorClass.DNS
-        return ErrorClass.CONNECTION
-    return ErrorClass.CONNECTION
+@lru_cache(maxsize=4)
+def _ssl_context(ca_bundle: str) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca_bundle or None)
 
 
-def read_excerpt(response: requests.Response) -> str:
+def ssl_context() -> ssl.SSLContext:
+    """The system's trust store, or HERALD_CA_BUNDLE's certificates (for endpoints under a private CA)."""
+    return _ssl_context(settings.HERALD_CA_BUNDLE)
+
+
+def status_class(status: int) -> str:
+    if 200 <= status < 300:
+        return ""
+    return ErrorClass.REDIRECT if 300 <= status < 400 else ErrorClass.HTTP_STATUS
+
+
+def _chain(exc: BaseException):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or getattr(exc, "os_error", None) or exc.__context__
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(error class, a short detail an operator can act on) for what ended a send."""
+    for cause in _chain(exc):
+        if isinstance(cause, BlockedAddress):
+            return ErrorClass.BLOCKED_ADDRESS, str(cause)
+        if isinstance(cause, Unresolvable):
+            return ErrorClass.DNS, str(cause)
+    if isinstance(exc, TimeoutError):
+        return ErrorClass.TIMEOUT, "no complete answer in time"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return ErrorClass.DNS, f"the host does not resolve: {exc.os_error}"
+    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
+        return ErrorClass.TLS, f"TLS failed: {exc}"
+    if isinstance(exc, aiohttp.ClientResponseError):  # the parser refused the answer
+        return ErrorClass.INVALID_RESPONSE, f"the answer is not valid HTTP: {exc.message}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ErrorClass.CONNECTION, f"could not connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return ErrorClass.CONNECTION, "the endpoint closed the connection before answering"
+    return ErrorClass.CONNECTION, f"{type(exc).__name__}: {exc}"
+
+
+def pre_checked(url: str) -> None:
+    """IP literals never reach the resolver: check them here (any spelling)."""
+    host = urlsplit(url).hostname or ""
+    address = literal_address(host)
+    if address is not None:
+        reason = blocked_reason(address, allowed_networks())
+        if reason:
+            raise BlockedAddress(f"{host}: {reason}")
+
+
+class Transport:
+    """One event loop thread and one HTTP session for the process."""
+
+    def __init__(self, *, max_in_flight: int, per_endpoint: int):
+        self.max_in_flight = max_in_flight
+        self.per_endpoint = per_endpoint
+        self._pending = 0  # submitted, not yet answered (read from other threads)
+        self._lock = threading.Lock()
+        self._endpoint_slots: dict = {}  # key -> [semaphore, users]
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(started,), name="herald-transport", daemon=True)
+        self.thread.start()
+        started.wait()
+
+    def _run(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._open())
+        finally:
+            started.set()
+        self.loop.run_forever()
+
+    async def _open(self) -> None:
+        self.slots = asyncio.Semaphore(self.max_in_flight)
+        connector = aiohttp.TCPConnector(limit=0, use_dns_cache=False, resolver=GuardedResolver(allowed_networks),
+                                         keepalive_timeout=30, enable_cleanup_closed=True)
+        self.session = aiohttp.ClientSession(
+            connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
+            max_line_size=MAX_FIELD_BYTES, max_field_size=MAX_FIELD_BYTES,
+            skip_auto_headers=("User-Agent", "Accept-Encoding"))
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def submit(self, request: OutgoingRequest, *, timeout: float, key=None,
+               start_by: float | None = None) -> concurrent.futures.Future:
+        """Send `request` on the loop. `key` names its endpoint for the per-endpoint limit; `start_by` is a
+        monotonic time after which it is not sent (the future then answers None)."""
+        with self._lock:
+            self._pending += 1
+        future = asyncio.run_coroutine_threadsafe(self._send(request, timeout, key, start_by), self.loop)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _future) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    async def _send(self, request, timeout, key, start_by) -> SendResult | None:
+        entry = self._endpoint_slots.setdefault(key, [asyncio.Semaphore(self.per_endpoint), 0])
+        entry[1] += 1
+        try:
+            wait = None if start_by is None else max(0.0, start_by - time.monotonic())
+            try:
+                async with asyncio.timeout(wait):
+                    await entry[0].acquire()
+                    try:
+                        await self.slots.acquire()
+                    except BaseException:
+                        entry[0].release()
+                        raise
+            except TimeoutError:
+                return None  # its endpoint stayed busy: not sent, so not an attempt
+            try:
+                return await self._post(request, timeout)
+            finally:
+                self.slots.release()
+                entry[0].release()
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                self._endpoint_slots.pop(key, None)
+
+    async def _post(self, request: OutgoingRequest, timeout: float) -> SendResult:
+        began, started = time.time(), time.monotonic()
+
+        def elapsed() -> int:
+            return int((time.monotonic() - started) * 1000)
+
+        try:
+            async with asyncio.timeout(timeout):
+                pre_checked(request.url)
+                async with self.session.post(
+                        request.url, data=request.body, headers=request.headers, allow_redirects=False,
+                        ssl=ssl_context(),
+                        timeout=aiohttp.ClientTimeout(total=None, connect=min(timeout, CONNECT_TIMEOUT_CAP))) as resp:
+                    excerpt = await read_excerpt(resp)
+                    status, headers = resp.status, clean_headers(resp.headers)
+        except Exception as exc:  # the sender never raises: every failure becomes a result
+            error_class, detail = classify(exc)
+            if error_class == ErrorClass.TIMEOUT:
+                detail = f"no complete answer within {timeout:g} s"
+            return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class=error_class,
+                              error_detail=clean_text(detail, 1024))
+        # What the receiver sent is untrusted: bounded and made storable here, before anything else sees it.
+        return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=headers,
+                          body_excerpt=clean_text(excerpt), error_class=status_class(status))
+
+    def close(self) -> None:
+        async def shut():
+            await self.session.close()
+        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+async def read_excerpt(resp: aiohttp.ClientResponse) -> str:
     chunks, total = [], 0
-    for chunk in response.iter_content(chunk_size=8192):
+    while total < DRAIN_LIMIT:
+        chunk = await resp.content.read(8192)
+        if not chunk:
+            break
         if total < EXCERPT_BYTES:
             chunks.append(chunk)
         total += len(chunk)
-        if total >= DRAIN_LIMIT:
-            response.close()  # too long to drain; give up this connection rather than read it all
-            break
+    if total >= DRAIN_LIMIT and not resp.content.at_eof():
+        resp.close()  # too long to drain; give up this connection rather than read it all
     return b"".join(chunks)[:EXCERPT_BYTES].decode("utf-8", errors="replace")
 
 
+_transport: Transport | None = None
+_transport_lock = threading.Lock()
+
+
+def transport() -> Transport:
+    global _transport
+    if _transport is None:
+        with _transport_lock:
+            if _transport is None:
+                _transport = Transport(max_in_flight=settings.HERALD_MAX_IN_FLIGHT,
+                                       per_endpoint=settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT)
+    return _transport
+
+
+def submit(request: OutgoingRequest, *, timeout: float, key=None, start_by=None) -> concurrent.futures.Future:
+    return transport().submit(request, timeout=timeout, key=key, start_by=start_by)
+
+
 def send(request: OutgoingRequest, *, timeout: float) -> SendResult:
-    began, started = time.time(), time.monotonic()
-
-    def elapsed() -> int:
-        return int((time.monotonic() - started) * 1000)
-
-    with deadlines.deadline(timeout) as deadline_passed:
-        try:
-            response = session().post(
-                request.url,
-                data=request.body,
-                headers=request.headers,
-                timeout=(min(timeout, CONNECT_TIMEOUT_CAP), timeout),
-                allow_redirects=False,
-                stream=True,
-            )
-            with response:
-                excerpt = read_excerpt(response)
-        except Exception as exc:  # the sender never raises: every failure becomes a result
-            if not deadline_passed():
-                return SendResult(status=None, duration_ms=elapsed(), started_at=began,
-                                  error_class=classify_exception(exc),
-                                  error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
-    if deadline_passed():
-        # Cut off mid-answer: whatever was parsed (an EOF can even end the headers early) is not an answer.
-        return SendResult(status=None, duration_ms=elapsed(), started_at=began, error_class=ErrorClass.TIMEOUT,
-                          error_detail=f"no complete answer within {timeout:g} s")
-    status = response.status_code
-    if 200 <= status < 300:
-        error_class = ""
-    elif 300 <= status < 400:
-        error_class = ErrorClass.REDIRECT
-    else:
-        error_class = ErrorClass.HTTP_STATUS
-    # What the receiver sent is untrusted: bounded and made storable here, before anything else sees it.
-    return SendResult(status=status, duration_ms=elapsed(), started_at=began, headers=clean_headers(response.headers),
-                      body_excerpt=clean_text(excerpt), error_class=error_class)
+    """One request, waited for (confirmation handshakes, tools)."""
+    return submit(request, timeout=timeout).result()

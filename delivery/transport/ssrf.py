@@ -4,20 +4,18 @@ Refused: loopback, private, link-local (cloud metadata included), multicast, uns
 (100.64.0.0/10) and the translation/relay ranges that can reach them, in IPv4 and IPv6, IPv4-mapped IPv6 included.
 Legacy IPv4 spellings (decimal, octal, hex, short forms) are read as the address they mean.
 
-At send time the host is resolved once, the address is checked, and the connection goes to that very address
-(the Host header, TLS SNI and certificate check keep the name), so DNS rebinding has no window. This follows the
-approach of requests-hardened; Herald needs CIDR allow-lists, which that library does not offer.
+At send time the host is resolved once, every address is checked, and the connection goes to a checked address
+(the Host header, TLS SNI and certificate check keep the name), so DNS rebinding has no window: the sender's HTTP
+client asks `GuardedResolver` for addresses and connects only to what it returns. A kept-alive connection was
+checked when it was opened.
 """
 
+import asyncio
 import ipaddress
 import socket
 from functools import lru_cache
 
-import requests
-from requests.adapters import HTTPAdapter
-from requests.structures import CaseInsensitiveDict
-
-from delivery.transport.deadlines import POOL_CLASSES
+from aiohttp.abc import AbstractResolver
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 EXTRA_BLOCKED = tuple(ipaddress.ip_network(cidr) for cidr in (
@@ -32,8 +30,12 @@ EXTRA_BLOCKED = tuple(ipaddress.ip_network(cidr) for cidr in (
 ))
 
 
-class BlockedAddress(requests.exceptions.ConnectionError):
+class BlockedAddress(OSError):
     """The destination is an address webhooks may not reach."""
+
+
+class Unresolvable(OSError):
+    """The host name does not resolve."""
 
 
 @lru_cache(maxsize=32)
@@ -83,43 +85,35 @@ def resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
-def checked_address(host: str, port: int, allowed: tuple) -> Address:
+def checked_addresses(host: str, port: int, allowed: tuple) -> list[Address]:
     """Resolve once; every address must be allowed (a name may not mix public and private answers)."""
     try:
         addresses = resolve(host, port)
-    except socket.gaierror as exc:
-        raise requests.exceptions.ConnectionError(f"NameResolutionError: {host}: {exc}") from exc
+    except (socket.gaierror, UnicodeError) as exc:
+        raise Unresolvable(f"{host} does not resolve: {exc}") from exc
     for address in addresses:
         reason = blocked_reason(address, allowed)
         if reason:
             raise BlockedAddress(f"{host} resolves to {reason}")
-    return addresses[0]
+    return addresses
 
 
-class GuardedAdapter(HTTPAdapter):
-    """Connects to the checked address of the URL's host and never anywhere else."""
+class GuardedResolver(AbstractResolver):
+    """The HTTP client's resolver: the addresses it may connect to, checked. `allowed` returns the parsed
+    allow-list; it is read for every new connection, so a settings change applies without a restart."""
 
-    def __init__(self, allowed_networks, **kwargs):
-        self.allowed_networks = allowed_networks  # a callable returning parsed networks, read per request
-        super().__init__(**kwargs)
+    def __init__(self, allowed):
+        self.allowed = allowed
 
-    def init_poolmanager(self, *args, **kwargs):
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = dict(POOL_CLASSES)  # connections the deadline watchdog can cut
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list:
+        loop = asyncio.get_running_loop()
+        addresses = await loop.run_in_executor(None, checked_addresses, host, port, self.allowed())
+        return [{"hostname": host, "host": str(address), "port": port,
+                 "family": socket.AF_INET6 if address.version == 6 else socket.AF_INET, "proto": 0,
+                 "flags": socket.AI_NUMERICHOST} for address in dict.fromkeys(addresses)]
 
-    def build_connection_pool_key_attributes(self, request, verify, cert=None):
-        host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
-        hostname, port = host_params["host"], host_params["port"]
-        request.headers = CaseInsensitiveDict(request.headers or {})
-        host_header = f"[{hostname}]" if ":" in hostname else hostname
-        default_port = 443 if host_params["scheme"] == "https" else 80
-        request.headers["Host"] = host_header if port in (None, default_port) else f"{host_header}:{port}"
-        if host_params["scheme"] == "https":
-            pool_kwargs["assert_hostname"] = hostname
-            pool_kwargs["server_hostname"] = hostname
-        address = checked_address(hostname, port or default_port, self.allowed_networks())
-        host_params["host"] = str(address)
-        return host_params, pool_kwargs
+    async def close(self) -> None:
+        return None
 
 
 def subscribe_time_refusal(host: str, port: int, allowed: tuple) -> str | None:

@@ -48,7 +48,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
     actions = ["retry_now", "dead_letter"]
     fields = ["message", "subscription", "endpoint_link", "status", "dead_letter_reason", "attempt_count",
               "next_attempt_at", "first_attempt_at", "last_attempt_at", "delivered_at", "finished_at",
-              "budget_attempts", "budget_started_at", "lease_until", "queued", "enqueued_at", "job_id"]
+              "budget_attempts", "budget_started_at", "lease_until"]
     readonly_fields = ["endpoint_link"]
 
     @admin.display(description="endpoint health")

@@ -1,4 +1,3 @@
-import django_rq
 from django.conf import settings
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -13,7 +12,6 @@ from delivery.engine.confirmation import confirmation_request, subscription_conf
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import message_publish
 from delivery.models import Delivery
-from delivery.rules.vocabulary import AttemptQueue
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
@@ -62,7 +60,6 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
     def publish(self, request, pk=None):
         topic = self.get_object()
-        django_rq.get_connection(AttemptQueue.DELIVERIES).ping()  # Redis down: 503 before anything is written
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)

@@ -308,13 +308,11 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
                                 "GROUP BY 1, 2, 3").fetchall()
         stored_messages = conn.execute("SELECT count(*) FROM delivery_message").fetchone()[0]
         open_rows = conn.execute(
-            "SELECT d.status, d.queued, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
-            "e.state, d.job_id, count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e "
-            "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight') GROUP BY 1, 2, 3, 4, 5, 6, 7 "
-            "ORDER BY 8 DESC LIMIT 20").fetchall()
-    redis = Redis.from_url(stack.redis_url)
-    stuck_rows = [(*row[:6], (redis.hget(f"rq:job:{row[6]}", "status") or b"-").decode(), row[7])
-                  for row in open_rows]
+            "SELECT d.status, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
+            "e.state, count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e "
+            "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight') GROUP BY 1, 2, 3, 4, 5 "
+            "ORDER BY 6 DESC LIMIT 20").fetchall()
+    stuck_rows = [tuple(row) for row in open_rows]
     topic_of = {sid: None for sid in endpoints}
     for sid in endpoints:
         topic_of[sid] = call("get", f"/api/subscriptions/{sid}/")["topic"]
@@ -341,7 +339,9 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
 
     per_subscription, mismatched = [], []
     by_sub = defaultdict(Counter)
+    by_error = Counter()
     for sid, error_class, answered, count in attempts:
+        by_error[error_class or "-"] += count
         by_sub[sid]["total"] += count
         by_sub[sid]["answered"] += count if answered else 0
         by_sub[sid]["maybe_unreached"] += count if error_class in NEVER_REACHED else 0
@@ -358,6 +358,7 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             "duplicates": duplicates,
             "duplicate_rate": duplicates / max(1, outcome["succeeded"]),
             "per_subscription": per_subscription, "attempt_mismatches": mismatched,
+            "attempts_by_error": dict(sorted(by_error.items())),
             "requests_seen": len(requests_seen), "stuck_rows": stuck_rows}
 
 
@@ -386,13 +387,14 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
     print(f"\n{'endpoint':<14}{'requests seen':>14}{'attempts (API)':>16}{'with answer':>13}{'maybe unreached':>17}")
     for name, seen, in_api, answered, unreached, consistent in result["per_subscription"]:
         print(f"{name:<14}{seen:>14}{in_api:>16}{answered:>13}{unreached:>17}{'' if consistent else '  MISMATCH'}")
+    print(f"attempts by error class: {result['attempts_by_error']}")
     print("\ncheck" + " " * 67 + "result")
     for name, value, passed in checks:
         print(f"  {'ok  ' if passed else 'FAIL'} {name:<66}{value}")
     for line in exited:
         print(f"  exited: {line}")
     for row in result["stuck_rows"]:
-        print("  open: status={} queued={} attempts={} held={} due={} endpoint={} job={}: {} rows".format(*row))
+        print("  open: status={} attempts={} held={} due={} endpoint={}: {} rows".format(*row))
     for message_id, name, why in result["lost"][:20]:
         print(f"  lost: {message_id} → {name}: {why}")
     return all(passed for _, _, passed in checks)

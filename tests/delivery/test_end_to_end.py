@@ -120,19 +120,15 @@ def test_duplicate_jobs_deliver_once(api, receiver, run_worker, redis_conn):
     assert Attempt.objects.count() == 1
 
 
-def test_under_backlog_publishing_leaves_first_attempts_to_the_dispatcher(api, receiver, run_worker, settings,
-                                                                          redis_conn):
-    settings.HERALD_DIRECT_ENQUEUE_BACKLOG = 0  # the deliveries queue always counts as backlogged
+def test_a_stream_of_publishes_is_sent_by_one_pump(api, receiver, run_worker, redis_conn):
+    """Batching under a stream: publishes do not queue a job each; one pump takes everything that is due."""
     topic, _ = subscribe(api, receiver)
-    for n in range(3):
+    for n in range(5):
         api.post(f"/api/topics/{topic['id']}/publish/", {"payload": n}, format="json")
-    assert django_rq.get_queue("deliveries").count == 0
-    assert Delivery.objects.filter(queued=False, status="pending").count() == 3
+    assert django_rq.get_queue("deliveries").count == 1
+    assert Delivery.objects.filter(status="pending").count() == 5
 
-    assert dispatch.dispatch_due() == 3
-    assert django_rq.get_queue("deliveries").count == 1  # one batch job for all three
-    assert django_rq.get_queue("retries").count == 0
     run_worker()
 
-    assert len(receiver.wait_for(3)) == 3
+    assert len(receiver.wait_for(5)) == 5
     assert set(Attempt.objects.values_list("queue", flat=True)) == {"deliveries"}

@@ -25,9 +25,9 @@ def test_concurrent_failures_are_all_counted(api, receiver, processes):
     receiver.script = [Reply(status=500, delay=0.01)]
     topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [1]},
                                                     "retryLimits": {"maxAttempts": 1}})
-    processes.worker()
-    processes.worker()
-    processes.cron(HERALD_BATCH_SIZE=1)  # one delivery per job, so both workers fail at the same moments
+    processes.worker(HERALD_MAX_IN_FLIGHT_PER_ENDPOINT=2)  # small claims, so both workers fail at the same moments
+    processes.worker(HERALD_MAX_IN_FLIGHT_PER_ENDPOINT=2)
+    processes.cron()
     for n in range(40):
         publish(api, topic, n)
 

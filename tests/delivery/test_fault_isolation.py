@@ -9,15 +9,13 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
-from rq.utils import utcformat
 
-from delivery.engine import attempts, dispatch, jobs, leases, recording, transitions
+from delivery.engine import attempts, dispatch, jobs, leases, queues, recording, transitions
 from delivery.engine.effective import subscription_policy
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
@@ -50,9 +48,10 @@ def two_tenants(api, other_api, receiver, hostile, policy=None):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_nul_byte_in_a_response_header_is_recorded_and_wedges_nobody(api, other_api, receiver, hostile,
-                                                                         run_worker):
-    hostile.script = [Reply(headers={"X-Nul": "a\x00b"})]
+def test_a_nul_byte_in_a_response_header_is_an_invalid_answer_and_wedges_nobody(api, other_api, receiver, hostile,
+                                                                                run_worker):
+    """HTTP forbids NUL in a field value (RFC 9110 5.5); the answer is refused as a whole, the try is recorded."""
+    hostile.script = lambda request: Reply(headers={"X-Nul": "a\x00b"})
     mine, theirs = two_tenants(api, other_api, receiver, hostile)
     for n in range(3):
         publish(api, mine, n)
@@ -60,11 +59,15 @@ def test_a_nul_byte_in_a_response_header_is_recorded_and_wedges_nobody(api, othe
 
     run_worker()
 
-    assert Delivery.objects.filter(status="succeeded").count() == 6
-    assert len(receiver.requests) == 3 and len(hostile.requests) == 3  # sent once each, never again
+    assert Delivery.objects.filter(subscription__topic__name="mine", status="succeeded").count() == 3
+    assert len(receiver.requests) == 3 and len(hostile.requests) == 3  # each sent once so far
     assert {r.headers["herald-attempt"] for r in receiver.requests + hostile.requests} == {"1"}
     stored = Attempt.objects.filter(delivery__subscription__topic__name="theirs")
-    assert [a.response_headers["X-Nul"] for a in stored] == ["ab"] * 3
+    assert {(a.error_class, a.response_status, a.outcome) for a in stored} == {
+        ("invalid_response", None, "retryable_failure")}
+    assert all("not valid HTTP" in a.error_detail for a in stored)
+    theirs_pending = Delivery.objects.filter(subscription__topic__name="theirs", status="pending", attempt_count=1)
+    assert theirs_pending.count() == 3  # retried on their schedule, like any failure
 
 
 @pytest.mark.django_db(transaction=True)
@@ -107,13 +110,13 @@ def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(three):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_job_that_raises_before_sending_settles_its_rows_at_once(three, monkeypatch):
-    monkeypatch.setattr(attempts.sender, "send", raising("something inside the job broke"))
+    monkeypatch.setattr(attempts.sender, "submit", raising("something inside the job broke"))
     before = timezone.now()
     with pytest.raises(RuntimeError):
         attempts.process(three, "deliveries")
 
     for delivery in Delivery.objects.all():
-        assert delivery.status == "pending" and delivery.lease_until is None and not delivery.queued
+        assert delivery.status == "pending" and delivery.lease_until is None
         assert delivery.attempt_count == 0
         assert before < delivery.next_attempt_at <= before + timedelta(seconds=attempts.RELEASE_DELAY_SECONDS + 2)
     assert Attempt.objects.count() == 0
@@ -149,59 +152,39 @@ def test_a_row_whose_request_cannot_be_built_fails_alone_and_counts(three, monke
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("fate", ["failed", "stopped", "canceled", "missing"])
-def test_the_reconciler_requeues_rows_whose_job_will_not_run_them(api, receiver, redis_conn, fate):
+@pytest.mark.parametrize("fate", ["flushed", "failed", "taken_by_a_worker_that_died"])
+def test_due_work_whose_pump_was_lost_is_sent_once_the_scheduler_asks_again(api, receiver, redis_conn, run_worker,
+                                                                           fate):
     topic, _ = subscribe(api, receiver, FAST)
     publish(api, topic)
-    delivery = Delivery.objects.get()
-    assert delivery.queued and delivery.job_id
-    job = Job.fetch(delivery.job_id, connection=redis_conn)
-    Queue("deliveries", connection=redis_conn).remove(job)
-    if fate == "missing":
-        job.delete()
+    [job_id] = Queue("deliveries", connection=redis_conn).job_ids  # the pump the publish asked for
+    wanted = queues.PUMP_WANTED_KEY.format("deliveries")
+    if fate == "flushed":
+        redis_conn.flushall()
     else:
-        job.set_status(fate)
-    later = timezone.now() + timedelta(seconds=3)
+        job = Job.fetch(job_id, connection=redis_conn)
+        Queue("deliveries", connection=redis_conn).remove(job)
+        if fate == "failed":
+            job.set_status(JobStatus.FAILED)
+        # A waiting pump's flag lapses by itself; here its lapse is not waited for.
+        assert 0 < redis_conn.ttl(wanted) <= queues.PUMP_WANTED_SECONDS
+        redis_conn.delete(wanted)
+    assert Delivery.objects.get().status == "pending"  # nothing in Redis names it: it is simply due
 
-    assert dispatch.requeue_lost_jobs(later) == 1
+    assert dispatch.dispatch_due() == 1
+    run_worker()
 
-    assert not Delivery.objects.get().queued
-    assert dispatch.dispatch_due() == 1  # and the dispatcher queues it again
+    assert Delivery.objects.get().status == "succeeded" and len(receiver.requests) == 1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_reconciler_requeues_rows_whose_job_was_taken_by_a_worker_that_died_before_starting_it(
-        api, receiver, redis_conn):
+def test_a_waiting_pump_is_not_queued_again(api, receiver, redis_conn):
     topic, _ = subscribe(api, receiver, FAST)
     publish(api, topic)
-    job = Job.fetch(Delivery.objects.get().job_id, connection=redis_conn)
-    Queue("deliveries", connection=redis_conn).remove(job)  # popped by a worker, still `queued`
-    assert job.get_status() == JobStatus.QUEUED
 
-    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(seconds=3)) == 1
-    assert not Delivery.objects.get().queued
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_reconciler_requeues_rows_a_long_started_job_never_claimed(api, receiver, redis_conn):
-    topic, _ = subscribe(api, receiver, FAST)
-    publish(api, topic)
-    job = Job.fetch(Delivery.objects.get().job_id, connection=redis_conn)
-    job.set_status(JobStatus.STARTED)
-    redis_conn.hset(job.key, "started_at", utcformat(timezone.now()))
-    recon_after = timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
-
-    assert dispatch.requeue_lost_jobs(timezone.now() + recon_after / 2) == 0  # not stale yet
-    assert dispatch.requeue_lost_jobs(timezone.now() + 2 * recon_after) == 1  # it would have claimed them by now
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_reconciler_leaves_rows_whose_job_will_still_run(api, receiver, redis_conn):
-    topic, _ = subscribe(api, receiver, FAST)
-    publish(api, topic)  # its job waits on the queue, however long that takes
-
-    assert dispatch.requeue_lost_jobs(timezone.now() + timedelta(hours=1)) == 0
-    assert Delivery.objects.get().queued
+    assert dispatch.dispatch_due() == 1  # due, and a pump already waits for it
+    assert queues.want_pump("deliveries") is False
+    assert Queue("deliveries", connection=redis_conn).count == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -297,14 +280,15 @@ def test_sends_are_recorded_after_the_database_connection_is_cut_mid_job(three, 
         cursor.execute("SELECT pg_backend_pid()")
         job_backend = cursor.fetchone()[0]
     killer = psycopg.connect(connection_string())
-    real_send = attempts.sender.send
+    real_submit = attempts.sender.submit
 
     def send_then_cut(request, **kwargs):  # what a PostgreSQL restart does to the job's session while it sends
-        result = real_send(request, **kwargs)
+        sent = real_submit(request, **kwargs)
+        sent.result()
         killer.execute("SELECT pg_terminate_backend(%s)", [job_backend])
-        return result
+        return sent
 
-    monkeypatch.setattr(attempts.sender, "send", send_then_cut)
+    monkeypatch.setattr(attempts.sender, "submit", send_then_cut)
     try:
         attempts.process(three, "deliveries")  # the batch write fails; row by row it reconnects and records
     finally:

@@ -91,7 +91,7 @@ def test_redirects_to_private_addresses_are_never_followed(receiver):
 
 
 @pytest.fixture
-def tls_receiver(tmp_path, monkeypatch):
+def tls_receiver(tmp_path, monkeypatch, settings):
     """An HTTPS receiver for `hooks.test` on 127.0.0.1, with a CA the sender is told to trust."""
     ca = trustme.CA()
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -99,7 +99,7 @@ def tls_receiver(tmp_path, monkeypatch):
     server = Receiver(ssl_context=context)
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setattr(sender.session(), "verify", str(bundle))
+    settings.HERALD_CA_BUNDLE = str(bundle)
     monkeypatch.setattr(ssrf, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
     yield server
     server.close()

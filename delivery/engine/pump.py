@@ -1,0 +1,100 @@
+"""The pump: a worker's delivery loop. It takes due rows from the database in bulk, keeps the transport full, and
+records results as they complete, until nothing is due and nothing is in flight.
+
+- The unit of work follows what is due: each claim takes up to the free send slots (HERALD_MAX_IN_FLIGHT less
+  what is in flight), however publishes arrived; a backlog drains in batches of hundreds.
+- No head-of-line blocking: a claim skips endpoints whose slots are full and takes at most
+  HERALD_MAX_IN_FLIGHT_PER_ENDPOINT rows of one endpoint, and results are recorded as they complete, so a hanging
+  endpoint holds only its own rows while the pump keeps claiming and sending everyone else's.
+- No added latency when idle: a new publish queues a pump at once (`queues.want_pump`); a running pump looks for
+  new work whenever one is wanted, and lingers HERALD_PUMP_LINGER_SECONDS after its last work, watching for more,
+  before it hands the worker back to RQ.
+- A pump claims for HERALD_PUMP_SECONDS at most, then finishes what is in flight and asks for a successor, so RQ's
+  bookkeeping (job timeouts, worker heartbeats) stays meaningful. A worker asked to stop stops claiming at once.
+"""
+
+import logging
+import threading
+import time
+from collections import Counter
+
+from django.conf import settings
+from django.utils import timezone
+
+from delivery.engine import attempts, leases, queues
+from delivery.transport import sender
+
+log = logging.getLogger(__name__)
+LOOK_INTERVAL_SECONDS = 0.25  # while sends are in flight and nothing new is wanted, look for due work this often
+WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new work was published
+stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
+
+
+def run(queue_name: str) -> int:
+    """Deliver until nothing is due and nothing is in flight; returns how many requests were sent."""
+    queues.pump_started(queue_name)
+    transport = sender.transport()
+    per_endpoint = settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT
+    claim_until = time.monotonic() + settings.HERALD_PUMP_SECONDS
+    futures: dict = {}
+    probes: set[int] = set()
+    sent = 0
+    last_look, found, seen = 0.0, True, queues.work_sequence(queue_name)
+    try:
+        while True:
+            claiming = time.monotonic() < claim_until and not stopping.is_set()
+            free = transport.max_in_flight - transport.pending
+            may_claim = claiming and free > 0
+            if may_claim and not found and time.monotonic() - last_look < LOOK_INTERVAL_SECONDS:
+                latest = queues.work_sequence(queue_name)
+                found, seen = latest != seen, latest  # new work was announced: look at once
+            if may_claim and (found or time.monotonic() - last_look >= LOOK_INTERVAL_SECONDS):
+                last_look = time.monotonic()
+                found = claim_and_start(futures, probes, free, per_endpoint)
+            if futures:
+                busy = found and may_claim  # more may be due right now: only collect what has completed
+                done = attempts.next_group(list(futures), timeout=0 if busy else WATCH_SECONDS * 5)
+                if done:
+                    sent += attempts.finish(done, futures, probes, timezone.now())
+                continue
+            if found:
+                continue
+            if not claiming:
+                break
+            latest = linger(queue_name, seen)
+            if latest == seen:
+                break
+            found, seen = True, latest  # new work was published while lingering: look at once
+    except Exception:
+        log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
+        attempts.settle(futures, [])
+        raise
+    if not stopping.is_set() and time.monotonic() >= claim_until:
+        queues.want_pump(queue_name)  # its time is up, not necessarily the work
+    return sent
+
+
+def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> bool:
+    in_flight = Counter(sending.delivery.endpoint_id for sending in futures.values())
+    busy = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
+    now = timezone.now()
+    claimed = leases.claim_due(now, free, busy_endpoints=busy, per_endpoint=per_endpoint)
+    if not claimed:
+        return False
+    started, started_probes = attempts.start(claimed, None, now,
+                                             start_by=time.monotonic() + settings.HERALD_SEND_START_WINDOW_SECONDS)
+    futures.update(started)
+    probes |= started_probes
+    return True
+
+
+def linger(queue_name: str, seen: int) -> int:
+    """Wait up to HERALD_PUMP_LINGER_SECONDS for new work to be announced; returns the work sequence (`seen` if
+    nothing new came)."""
+    until = time.monotonic() + settings.HERALD_PUMP_LINGER_SECONDS
+    while time.monotonic() < until and not stopping.is_set():
+        latest = queues.work_sequence(queue_name)
+        if latest != seen:
+            return latest
+        time.sleep(WATCH_SECONDS)
+    return seen
