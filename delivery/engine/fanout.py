@@ -24,11 +24,19 @@ CHUNK = 1000
 LIVE = (Subscription.Status.CONFIRMED, Subscription.Status.PAUSED)
 
 
+def live_subscriptions(topic_id: int) -> list[tuple]:
+    """(subscription id, endpoint id, status, filter policy) of the topic's live subscriptions."""
+    return list(Subscription.objects.filter(topic_id=topic_id, status__in=LIVE).values_list(
+        "id", "endpoint_id", "status", "filter_policy"))
+
+
+def matching(live: list[tuple], attributes: dict) -> list[tuple[int, int, str]]:
+    return [(sid, eid, status) for sid, eid, status, policy in live if matches(policy, attributes)]
+
+
 def targets(topic_id: int, attributes: dict) -> list[tuple[int, int, str]]:
     """(subscription id, endpoint id, status) of every live subscription whose filter matches the attributes."""
-    rows = Subscription.objects.filter(topic_id=topic_id, status__in=LIVE).values_list(
-        "id", "endpoint_id", "status", "filter_policy")
-    return [(sid, eid, status) for sid, eid, status, policy in rows if matches(policy, attributes)]
+    return matching(live_subscriptions(topic_id), attributes)
 
 
 def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery]:

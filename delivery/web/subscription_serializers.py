@@ -115,6 +115,34 @@ class PublishSerializer(serializers.Serializer):
         return data
 
 
+class BatchEntrySerializer(PublishSerializer):
+    id = serializers.CharField(max_length=80, help_text="Your id for this entry, unique in the batch; results name it.")
+    idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
+
+
+class PublishBatchSerializer(serializers.Serializer):
+    entries = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=100,
+                                    help_text="1 to 100 entries, each like a publish body plus `id`.")
+
+
+class BatchSucceededSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    message_id = serializers.UUIDField()
+    deliveries = serializers.IntegerField()
+    duplicate = serializers.BooleanField()
+
+
+class BatchFailedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.IntegerField(help_text="What publishing this entry alone would have answered.")
+    errors = serializers.DictField()
+
+
+class PublishedBatchSerializer(serializers.Serializer):
+    successful = BatchSucceededSerializer(many=True)
+    failed = BatchFailedSerializer(many=True)
+
+
 class PublishedSerializer(serializers.Serializer):
     message_id = serializers.UUIDField()
     deliveries = serializers.IntegerField()

@@ -3,6 +3,7 @@ from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilt
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
@@ -10,17 +11,20 @@ from rest_framework.throttling import UserRateThrottle
 from delivery.engine import health, recovery, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
 from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import message_publish
+from delivery.engine.publishing import Entry, message_publish, message_publish_batch
 from delivery.models import Delivery
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
 from delivery.web.serializers import DeliverySerializer
 from delivery.web.subscription_serializers import (
+    BatchEntrySerializer,
     ConfirmSerializer,
     CountSerializer,
     EndpointDetailSerializer,
     EndpointSerializer,
+    PublishBatchSerializer,
+    PublishedBatchSerializer,
     PublishedSerializer,
     PublishSerializer,
     RecoverSerializer,
@@ -32,6 +36,21 @@ from delivery.web.subscription_serializers import (
     TopicSerializer,
 )
 from subscriptions.models import Endpoint, Subscription, Topic
+
+
+def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
+    """One publish body, validated: 400 naming the field, 413 for a payload over HERALD_MAX_PAYLOAD_BYTES."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    valid = serializer.validated_data
+    is_text = "message" in data
+    payload = valid["message"] if is_text else valid["payload"]
+    limit = settings.HERALD_MAX_PAYLOAD_BYTES
+    size = len(payload_bytes(payload, is_text))
+    if size > limit:
+        raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
+    return Entry(payload=payload, payload_is_text=is_text, event_type=valid["event_type"], subject=valid["subject"],
+                 attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key))
 
 
 class PublishRateThrottle(UserRateThrottle):
@@ -63,23 +82,43 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
-        serializer = PublishSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        is_text = "message" in request.data
-        payload = data["message"] if is_text else data["payload"]
-        size = len(payload_bytes(payload, is_text))
-        if size > limit:
-            raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > 255:
             raise ApplicationError("At most 255 characters.", field="Idempotency-Key")
+        entry = publish_entry(PublishSerializer, request.data, idempotency_key=key)
         message, count, created = message_publish(
-            topic=topic, payload=payload, payload_is_text=is_text, event_type=data["event_type"],
-            subject=data["subject"], attributes=data["attributes"], idempotency_key=key,
+            topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
+            subject=entry.subject, attributes=entry.attributes, idempotency_key=key,
         )
         body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
         return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=PublishBatchSerializer, responses={200: PublishedBatchSerializer})
+    @action(detail=True, methods=["post"], url_path="publish-batch", throttle_classes=[PublishRateThrottle])
+    def publish_batch(self, request, pk=None):
+        """Up to 100 messages in one request (like SNS PublishBatch): each entry is validated alone; the valid ones
+        are published together and the answer lists, by your entry ids, what was published and what failed."""
+        topic = self.get_object()
+        batch = PublishBatchSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        raw = batch.validated_data["entries"]
+        ids = [str(item.get("id", "")) for item in raw]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ApplicationError(f"Entry ids must be distinct in a batch; repeated: {', '.join(repeated)[:200]}",
+                                   field="entries")
+        entries, failed = [], []
+        for entry_id, item in zip(ids, raw, strict=True):
+            try:
+                entries.append((entry_id, publish_entry(BatchEntrySerializer, item)))
+            except ApplicationError as exc:
+                failed.append({"id": entry_id, "status": exc.status_code, "errors": exc.as_payload()})
+            except ValidationError as exc:
+                failed.append({"id": entry_id, "status": 400, "errors": exc.detail})
+        published = message_publish_batch(topic=topic, entries=[entry for _, entry in entries])
+        successful = [{"id": entry_id, "message_id": message.id, "deliveries": count, "duplicate": not created}
+                      for (entry_id, _), (message, count, created) in zip(entries, published, strict=True)]
+        return Response(PublishedBatchSerializer({"successful": successful, "failed": failed}).data)
 
     @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
                    responses={200: dict})
