@@ -23,26 +23,29 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
                                           next_attempt_at__lte=now), now)
 
 
-def claim_due(now, limit: int, *, busy_endpoints=(), per_endpoint: int | None = None) -> list[Delivery]:
-    """Take up to `limit` due rows, oldest due first, at most `per_endpoint` of one endpoint and none of
-    `busy_endpoints` (their slots are full), so a backlog for one endpoint never fills a batch. Rows another
-    worker is taking are skipped. The due-work query reads the partial index on `next_attempt_at` of pending rows:
-    its cost follows the batch, not the number of pending rows."""
-    per_endpoint = per_endpoint or limit
-    due = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-           .exclude(endpoint_id__in=list(busy_endpoints)).order_by("next_attempt_at")
-           .values_list("id", "endpoint_id")[:limit * 4])
+def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
+    """Take up to `limit` due rows, oldest due first, and no more of one endpoint than its room (`per_endpoint`
+    less what it has `in_flight`), so a backlog for one endpoint never fills a batch; endpoints without room are
+    not read at all. Rows another worker is taking are skipped. Returns (claimed, whether more was due than
+    taken). The due-work query reads the partial index on `next_attempt_at` of pending rows: its cost follows the
+    batch, not the number of pending rows."""
+    in_flight = in_flight or Counter()
+    full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
+    due = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+               .exclude(endpoint_id__in=full).order_by("next_attempt_at")
+               .values_list("id", "endpoint_id")[:limit * 4])
     taken: Counter = Counter()
     ids = []
     for delivery_id, endpoint_id in due:
-        if taken[endpoint_id] < per_endpoint:
+        if taken[endpoint_id] + in_flight[endpoint_id] < per_endpoint:
             taken[endpoint_id] += 1
             ids.append(delivery_id)
             if len(ids) == limit:
                 break
+    more = len(due) > len(ids) or len(due) == limit * 4
     if not ids:
-        return []
-    return _claim(Delivery.objects.filter(id__in=ids), now)
+        return [], more
+    return _claim(Delivery.objects.filter(id__in=ids), now), more
 
 
 def _claim(candidates, now) -> list[Delivery]:

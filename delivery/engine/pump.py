@@ -39,32 +39,35 @@ def run(queue_name: str) -> int:
     futures: dict = {}
     probes: set[int] = set()
     sent = 0
-    last_look, found, seen = 0.0, True, queues.work_sequence(queue_name)
+    # `more_due`: the last look found work or left some (endpoint room, batch size); `freed`: sends completed since.
+    last_look, more_due, freed, seen = 0.0, True, True, queues.work_sequence(queue_name)
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
             free = transport.max_in_flight - transport.pending
-            may_claim = claiming and free > 0
-            if may_claim and not found and time.monotonic() - last_look < LOOK_INTERVAL_SECONDS:
-                latest = queues.work_sequence(queue_name)
-                found, seen = latest != seen, latest  # new work was announced: look at once
-            if may_claim and (found or time.monotonic() - last_look >= LOOK_INTERVAL_SECONDS):
-                last_look = time.monotonic()
-                found = claim_and_start(futures, probes, free, per_endpoint)
+            if claiming and free > 0:
+                look = (more_due and freed) or time.monotonic() - last_look >= LOOK_INTERVAL_SECONDS
+                if not look:
+                    latest = queues.work_sequence(queue_name)
+                    look, seen = latest != seen, latest  # new work was announced: look at once
+                if look:
+                    last_look, freed = time.monotonic(), False
+                    more_due = claim_and_start(futures, probes, free, per_endpoint)
             if futures:
-                busy = found and may_claim  # more may be due right now: only collect what has completed
-                done = attempts.next_group(list(futures), timeout=0 if busy else WATCH_SECONDS * 5)
+                done = attempts.next_group(list(futures), timeout=WATCH_SECONDS * 5)
                 if done:
                     sent += attempts.finish(done, futures, probes, timezone.now())
+                    freed = True
                 continue
-            if found:
+            if more_due and claiming:
+                freed = True
                 continue
             if not claiming:
                 break
             latest = linger(queue_name, seen)
             if latest == seen:
                 break
-            found, seen = True, latest  # new work was published while lingering: look at once
+            more_due, freed, seen = True, True, latest  # new work was published while lingering: look at once
     except Exception:
         log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
         attempts.settle(futures, [])
@@ -75,17 +78,16 @@ def run(queue_name: str) -> int:
 
 
 def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> bool:
+    """Claim what is due (within each endpoint's room) and start it; True if more may be due right now."""
     in_flight = Counter(sending.delivery.endpoint_id for sending in futures.values())
-    busy = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
     now = timezone.now()
-    claimed = leases.claim_due(now, free, busy_endpoints=busy, per_endpoint=per_endpoint)
-    if not claimed:
-        return False
-    started, started_probes = attempts.start(claimed, None, now,
-                                             start_by=time.monotonic() + settings.HERALD_SEND_START_WINDOW_SECONDS)
-    futures.update(started)
-    probes |= started_probes
-    return True
+    claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
+    if claimed:
+        started, started_probes = attempts.start(claimed, None, now,
+                                                 start_by=time.monotonic() + settings.HERALD_SEND_START_WINDOW_SECONDS)
+        futures.update(started)
+        probes |= started_probes
+    return bool(claimed) or more
 
 
 def linger(queue_name: str, seen: int) -> int:

@@ -6,7 +6,6 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import UserRateThrottle
 
 from delivery.engine import health, recovery, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
@@ -35,6 +34,7 @@ from delivery.web.subscription_serializers import (
     SubscriptionUpdateSerializer,
     TopicSerializer,
 )
+from delivery.web.throttling import PublishRateThrottle
 from subscriptions.models import Endpoint, Subscription, Topic
 
 
@@ -51,12 +51,6 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
         raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
     return Entry(payload=payload, payload_is_text=is_text, event_type=valid["event_type"], subject=valid["subject"],
                  attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key))
-
-
-class PublishRateThrottle(UserRateThrottle):
-    """Per-user publish rate (HERALD_PUBLISH_RATE, e.g. "6000/min"), shared by all web processes through Redis."""
-
-    scope = "publish"
 
 
 class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
@@ -78,7 +72,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
     def publish(self, request, pk=None):
-        topic = self.get_object()
+        topic = self.owned_object()
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
@@ -98,7 +92,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     def publish_batch(self, request, pk=None):
         """Up to 100 messages in one request (like SNS PublishBatch): each entry is validated alone; the valid ones
         are published together and the answer lists, by your entry ids, what was published and what failed."""
-        topic = self.get_object()
+        topic = self.owned_object()
         batch = PublishBatchSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
         raw = batch.validated_data["entries"]

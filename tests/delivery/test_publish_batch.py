@@ -6,6 +6,7 @@ import pytest
 
 from delivery.engine.publishing import Entry, message_publish_batch
 from delivery.models import Delivery, Message
+from delivery.web.throttling import PublishRateThrottle
 from subscriptions.models import Topic
 from tests.conftest import subscribe
 
@@ -84,3 +85,12 @@ def test_the_python_api_publishes_in_order_with_filters_applied(api, receiver):
     assert [(message.payload, count, created) for message, count, created in results] == [
         (1, 1, True), (2, 0, True), (3, 1, True)]
     assert sorted(Delivery.objects.values_list("message__payload", flat=True)) == [1, 3]
+
+
+def test_a_batch_counts_its_entries_against_the_publish_rate(api, receiver, monkeypatch):
+    monkeypatch.setattr(PublishRateThrottle, "rate", "5/min")
+    topic, _ = subscribe(api, receiver)
+    assert batch(api, topic, [{"id": str(n), "payload": n} for n in range(4)]).status_code == 200
+    limited = batch(api, topic, [{"id": str(n), "payload": n} for n in range(2)])
+    assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
+    assert Message.objects.count() == 4

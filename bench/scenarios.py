@@ -1,0 +1,412 @@
+"""What users do, measured from the outside: `make bench`.
+
+Its own PostgreSQL (commits durable, as in production) and Redis; gunicorn with 2 workers, 2 RQ workers and the
+scheduler exactly as the Procfile runs them; publishing through the REST API; a separate asyncio receiver
+(bench/receiver.py). Every figure is printed beside its ceiling, measured in the same run:
+
+- publish, single and batch (workers stopped), beside 8 threads reading DRF's API root on the same gunicorn;
+- steady publishing at fixed rates with everything running: publish p50/p99, publish → receipt p50/p99;
+- a backlog drained by 2 workers, beside a single-thread `requests.Session` loop to the same receiver;
+- a receiver answering after 200 ms, beside an asyncio client keeping 256 requests in flight;
+- one endpoint hanging until its timeout among 19 fast ones, beside the same 19 without it;
+- fan-out to 10,000 subscriptions; the workers' peak RSS.
+
+    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import aiohttp
+import psycopg
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from delivery.management import localredis  # noqa: E402
+from tests.stack import Postgres  # noqa: E402
+
+THREADS = 8
+FAST_POLICY = {"requestPolicy": {"timeoutSeconds": 5}, "retrySchedule": {"delays": [1]},
+               "retryLimits": {"maxAttempts": 3}}
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Bench:
+    def __init__(self, workdir: str):
+        self.workdir = workdir
+        self.postgres = Postgres(os.path.join(workdir, "pg"), durable_commits=True).start()
+        self.redis_port = localredis.free_port()
+        self.redis = localredis.start(self.redis_port, os.path.join(workdir, "redis"))
+        self.web_port = localredis.free_port()
+        self.receiver_port = localredis.free_port()
+        self.received_log = os.path.join(workdir, "received.log")
+        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "DATABASE_URL": self.postgres.url,
+                    "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0", "SECRET_KEY": "bench",
+                    "HERALD_REQUIRE_CONFIRMATION": "false", "HERALD_ALLOWED_NETWORKS": "127.0.0.0/8",
+                    "HERALD_PUBLISH_RATE": "100000000/min", "DEBUG": "0", "ALLOWED_HOSTS": "127.0.0.1",
+                    "LOG_LEVEL": "WARNING", "RQ_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+        self.manage("migrate", "--noinput", "-v0")
+        self.token = self.django("""
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+user, _ = get_user_model().objects.get_or_create(username="bench")
+print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1]
+        self.receiver = subprocess.Popen([sys.executable, str(ROOT / "bench" / "receiver.py"),
+                                          str(self.receiver_port), self.received_log], stdout=subprocess.PIPE)
+        self.receiver.stdout.readline()
+        self.web = self.spawn("-m", "gunicorn", "project.wsgi", "--bind", f"127.0.0.1:{self.web_port}",
+                              "--workers", "2")
+        self.api = f"http://127.0.0.1:{self.web_port}/api"
+        self.wait_for_web()
+        self.engine: list[subprocess.Popen] = []
+        self.peak_rss_kb = 0
+        self.db = None
+
+    # --- processes -------------------------------------------------------------------------------------------
+    def manage(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
+                              capture_output=True, text=True).stdout
+
+    def django(self, code: str) -> str:
+        return self.manage("shell", "--no-imports", "-c", code)
+
+    def spawn(self, *args: str) -> subprocess.Popen:
+        log = open(os.path.join(self.workdir, "processes.log"), "a")
+        return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=log)
+
+    def wait_for_web(self) -> None:
+        for _ in range(200):
+            try:
+                requests.get(f"{self.api}/", timeout=1)
+                return
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("gunicorn did not start")
+
+    def start_engine(self) -> None:
+        self.engine = [self.spawn("manage.py", "rqworker", "deliveries", "retries") for _ in range(2)]
+        self.engine.append(self.spawn("manage.py", "herald_cron"))
+
+    def stop_engine(self) -> None:
+        for process in self.engine[:2]:
+            self.peak_rss_kb = max(self.peak_rss_kb, peak_rss_kb(process.pid))
+        for process in self.engine:
+            process.terminate()
+        for process in self.engine:
+            process.wait(90)
+        self.engine = []
+
+    def close(self) -> None:
+        if self.engine:
+            self.stop_engine()
+        for process in (self.web, self.receiver):
+            process.terminate()
+            process.wait(30)
+        if self.db is not None:
+            self.db.close()
+        self.redis.terminate()
+        self.redis.wait(10)
+        self.postgres.stop()
+
+    # --- data ------------------------------------------------------------------------------------------------
+    def reset(self, subscriptions: dict[str, int], policy: dict | None = None) -> int:
+        """A fresh topic with `count` subscriptions per receiver path prefix; returns the topic id."""
+        spec = json.dumps({"subs": subscriptions, "policy": policy or FAST_POLICY})
+        out = self.django(f"""
+import json, django_rq
+from django.db import connection
+from subscriptions.models import Endpoint, Subscription, Topic
+from django.contrib.auth import get_user_model
+spec = json.loads({spec!r})
+with connection.cursor() as c:
+    c.execute("TRUNCATE delivery_attempt, delivery_delivery, delivery_message, subscriptions_subscription, "
+              "subscriptions_endpointtransition, subscriptions_endpointwindowbucket, subscriptions_endpoint, "
+              "subscriptions_topic CASCADE")
+django_rq.get_connection("deliveries").flushdb()
+user = get_user_model().objects.get(username="bench")
+topic = Topic.objects.create(owner=user, name="bench")
+endpoints = Endpoint.objects.bulk_create([Endpoint(owner=user, url=f"http://127.0.0.1:{self.receiver_port}/{{p}}/{{n}}")
+                                          for p, count in spec["subs"].items() for n in range(count)])
+Subscription.objects.bulk_create([Subscription(topic=topic, endpoint=e, status="confirmed",
+                                               delivery_policy=spec["policy"]) for e in endpoints], batch_size=2000)
+print(topic.id)""")
+        open(self.received_log, "w").close()
+        return int(out.strip().splitlines()[-1])
+
+    def count(self, sql: str) -> int:
+        if self.db is None:
+            self.db = psycopg.connect(self.postgres.url, autocommit=True)
+        return self.db.execute(sql).fetchone()[0]
+
+    def succeeded(self, path_prefix: str | None = None) -> int:
+        if path_prefix is None:
+            return self.count("SELECT count(*) FROM delivery_delivery WHERE status = 'succeeded'")
+        return self.count("SELECT count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e ON "
+                          f"e.id = d.endpoint_id WHERE d.status = 'succeeded' AND e.url LIKE '%/{path_prefix}/%'")
+
+    def received(self) -> list[tuple[float, str, str]]:
+        with open(self.received_log) as f:
+            return [(float(t), i, p) for t, i, p in (line.split() for line in f if line.strip())]
+
+    def wait_delivered(self, expected: int, *, prefix: str | None = None, timeout: float = 600) -> float:
+        """Seconds from the first request the receiver saw until `expected` deliveries (of endpoints under
+        `prefix`) had succeeded: the engine's start-up (imports, connections) is not part of a drain."""
+        started = time.perf_counter()
+        while self.succeeded(prefix) < expected:
+            if time.perf_counter() - started > timeout:
+                raise RuntimeError(f"only {self.succeeded(prefix)}/{expected} delivered in {timeout} s")
+            time.sleep(0.05)
+        finished = time.time()
+        return finished - min(t for t, _, _ in self.received())
+
+    # --- clients ---------------------------------------------------------------------------------------------
+    def session(self) -> requests.Session:
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {self.token}"
+        return session
+
+    def publish_many(self, topic: int, count: int, *, batch: int = 0) -> tuple[float, list[float]]:
+        """Publish `count` messages from THREADS threads as fast as they go; (msgs/s, latencies in ms)."""
+        latencies: list[float] = []
+        sessions = threading.local()
+        url = f"{self.api}/topics/{topic}/publish{'-batch' if batch else ''}/"
+
+        def one(n: int) -> None:
+            session = getattr(sessions, "s", None) or self.session()
+            sessions.s = session
+            body = ({"entries": [{"id": str(k), "payload": {"n": n, "k": k}} for k in range(batch)]} if batch
+                    else {"payload": {"n": n}})
+            began = time.perf_counter()
+            response = session.post(url, json=body, timeout=30)
+            latencies.append((time.perf_counter() - began) * 1000)
+            response.raise_for_status()
+
+        calls = count // batch if batch else count
+        started = time.perf_counter()
+        with ThreadPoolExecutor(THREADS) as pool:
+            list(pool.map(one, range(calls)))
+        return calls * (batch or 1) / (time.perf_counter() - started), latencies
+
+    def api_root_rate(self, seconds: float = 5) -> float:
+        """Ceiling for publishing: THREADS threads reading DRF's API root (auth, routing, JSON) on this gunicorn."""
+        done = [0]
+        until = time.perf_counter() + seconds
+
+        def loop() -> None:
+            session = self.session()
+            while time.perf_counter() < until:
+                session.get(f"{self.api}/", timeout=10).raise_for_status()
+                done[0] += 1
+
+        threads = [threading.Thread(target=loop) for _ in range(THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return done[0] / seconds
+
+    def steady(self, topic: int, rate: float, seconds: float) -> dict:
+        """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt."""
+        publish_ms: list[float] = []
+        sent_at: dict[str, float] = {}
+        sessions = threading.local()
+        lock = threading.Lock()
+
+        def one(n: int, due: float) -> None:
+            session = getattr(sessions, "s", None) or self.session()
+            sessions.s = session
+            began = time.time()
+            response = session.post(f"{self.api}/topics/{topic}/publish/", json={"payload": {"n": n}}, timeout=30)
+            with lock:
+                publish_ms.append((time.time() - began) * 1000)
+                sent_at[response.json()["message_id"]] = began
+
+        total = int(rate * seconds)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(32) as pool:
+            for n in range(total):
+                due = started + n / rate
+                time.sleep(max(0.0, due - time.perf_counter()))
+                pool.submit(one, n, due)
+        achieved = total / (time.perf_counter() - started)
+        self.wait_delivered(total, timeout=120)
+        receipt_ms = [(t - sent_at[i]) * 1000 for t, i, _ in self.received() if i in sent_at]
+        return {"target": rate, "achieved": round(achieved, 1), "publish_p50_ms": round(pct(publish_ms, 0.5), 1),
+                "publish_p99_ms": round(pct(publish_ms, 0.99), 1),
+                "receipt_p50_ms": round(pct(receipt_ms, 0.5), 1), "receipt_p99_ms": round(pct(receipt_ms, 0.99), 1)}
+
+
+def requests_loop_rate(url: str, count: int = 3000) -> float:
+    session = requests.Session()
+    body = json.dumps({"specversion": "1.0", "data": {"n": 1}}).encode()
+    started = time.perf_counter()
+    for _ in range(count):
+        session.post(url, data=body, headers={"Content-Type": "application/json"}, timeout=5).raise_for_status()
+    return count / (time.perf_counter() - started)
+
+
+def asyncio_rate(url: str, count: int, in_flight: int = 256) -> float:
+    async def run() -> float:
+        limit = asyncio.Semaphore(in_flight)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=in_flight)) as session:
+            async def one() -> None:
+                async with limit, session.post(url, data=b"{}") as response:
+                    await response.read()
+            started = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(count)))
+            return count / (time.perf_counter() - started)
+    return asyncio.run(run())
+
+
+def peak_rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def scenarios(bench: Bench, quick: bool) -> list[dict]:
+    scale = 0.3 if quick else 1.0
+    rows: list[dict] = []
+    fast_url = f"http://127.0.0.1:{bench.receiver_port}/fast/0"
+
+    def row(name, value, unit, ceiling=None, ceiling_name="", **extra):
+        entry = {"scenario": name, "value": round(value, 1), "unit": unit, "ceiling": ceiling and round(ceiling, 1),
+                 "ceiling_name": ceiling_name, **extra}
+        ratio = f"  = {value / ceiling:.2f}× {ceiling_name} ({ceiling:,.0f})" if ceiling else ""
+        print(f"{name:<52}{value:>10,.1f} {unit}{ratio}", flush=True)
+        rows.append(entry)
+
+    # Publishing, workers stopped.
+    root = bench.api_root_rate()
+    topic = bench.reset({"fast": 1})
+    rate, latencies = bench.publish_many(topic, int(2000 * scale))
+    row("publish via REST, 8 threads", rate, "msgs/s", root, "API root reads/s",
+        p50_ms=round(pct(latencies, 0.5), 1), p99_ms=round(pct(latencies, 0.99), 1))
+    print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
+    rate, _ = bench.publish_many(topic, int(20000 * scale), batch=100)
+    row("publish-batch via REST (100/request), 8 threads", rate, "msgs/s", root, "API root reads/s")
+
+    # A backlog, drained.
+    loop = requests_loop_rate(fast_url)
+    messages = int(3000 * scale)
+    topic = bench.reset({"fast": 1})
+    bench.publish_many(topic, messages)
+    bench.start_engine()
+    seconds = bench.wait_delivered(messages)
+    bench.stop_engine()
+    row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
+        "requests.Session loop")
+
+    # Steady publishing with everything running.
+    for target in (100, 200):
+        topic = bench.reset({"fast": 1})
+        bench.start_engine()
+        time.sleep(2)
+        figures = bench.steady(topic, target, 20 * scale + 5)
+        bench.stop_engine()
+        row(f"steady {target} msgs/s: achieved", figures["achieved"], "msgs/s", target, "target", **figures)
+        print(f"{'':<52}publish p50/p99 {figures['publish_p50_ms']}/{figures['publish_p99_ms']} ms; "
+              f"publish→receipt p50/p99 {figures['receipt_p50_ms']}/{figures['receipt_p99_ms']} ms")
+
+    # A receiver answering after 200 ms, ten endpoints.
+    ceiling = asyncio_rate(f"http://127.0.0.1:{bench.receiver_port}/slow/ceiling", int(3000 * scale))
+    messages = int(1000 * scale)
+    topic = bench.reset({"slow": 10})
+    bench.publish_many(topic, messages)
+    bench.start_engine()
+    seconds = bench.wait_delivered(messages * 10)
+    bench.stop_engine()
+    row("200 ms receiver, 10 endpoints", messages * 10 / seconds, "deliveries/s", ceiling,
+        "asyncio client, 256 in flight")
+
+    # One endpoint hanging until its timeout among 19 fast ones, beside the same 19 alone.
+    messages = int(300 * scale)
+    rates = {}
+    for label, subs in (("without", {"fast": 19}), ("with", {"fast": 19, "hang": 1})):
+        topic = bench.reset(subs)
+        bench.publish_many(topic, messages)
+        bench.start_engine()
+        seconds = bench.wait_delivered(messages * 19, prefix="fast")
+        bench.stop_engine()
+        rates[label] = messages * 19 / seconds
+    row("19 fast endpoints beside one hanging (5 s timeout)", rates["with"], "deliveries/s", rates["without"],
+        "the 19 alone")
+
+    # Fan-out to 10,000 subscriptions.
+    subscriptions = int(10000 * scale)
+    messages = 3
+    topic = bench.reset({"fast": subscriptions})
+    rate, latencies = bench.publish_many(topic, messages)
+    bench.start_engine()
+    seconds = bench.wait_delivered(messages * subscriptions)
+    bench.stop_engine()
+    row(f"fan-out {messages} msgs × {subscriptions} subscriptions", messages * subscriptions / seconds,
+        "deliveries/s", loop, "requests.Session loop", publish_p50_ms=round(pct(latencies, 0.5), 1))
+    print(f"{'':<52}publish answered in p50 {pct(latencies, 0.5):.0f} ms (fan-out written by a job)")
+    row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
+    return rows
+
+
+def chart(rows: list[dict], path: str) -> None:
+    """A horizontal bar chart (SVG, no dependencies): each figure as a share of its ceiling."""
+    bars = [r for r in rows if r["ceiling"]]
+    width, left, height = 900, 380, 28 * len(bars) + 60
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+             'font-size="12">', '<text x="10" y="20" font-weight="bold">Herald, as a share of the ceiling measured '
+             'in the same run (1.0 = the ceiling)</text>']
+    scale = (width - left - 80) / max(1.2, max(r["value"] / r["ceiling"] for r in bars))
+    for n, r in enumerate(bars):
+        y = 40 + n * 28
+        share = r["value"] / r["ceiling"]
+        parts.append(f'<text x="10" y="{y + 14}">{r["scenario"]}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{share * scale:.0f}" height="18" fill="#3b7dd8"/>')
+        parts.append(f'<text x="{left + share * scale + 6:.0f}" y="{y + 14}">{share:.2f}×</text>')
+    parts.append(f'<line x1="{left + scale:.0f}" y1="35" x2="{left + scale:.0f}" y2="{height - 10}" '
+                 'stroke="#c33" stroke-dasharray="4"/></svg>')
+    Path(path).write_text("\n".join(parts) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="about a third of the work of each scenario")
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--chart", help="write an SVG chart here")
+    args = parser.parse_args()
+    workdir = tempfile.mkdtemp(prefix="herald-bench-")
+    os.chmod(workdir, 0o755)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"Linux {os.uname().release}", flush=True)
+    bench = Bench(workdir)
+    try:
+        rows = scenarios(bench, args.quick)
+    finally:
+        bench.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    if args.chart:
+        chart(rows, args.chart)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
