@@ -52,8 +52,10 @@ lint: install-dev
 chaos: install-dev
 	$(BIN)/python -m tests.chaos.harness $(or $(CHAOS_ARGS),--messages 10000 --rate 100)
 
+# What users do, through gunicorn, the workers and the scheduler as the Procfile runs them (its own PostgreSQL
+# and Redis); figures beside same-run ceilings, written to docs/benchmarks.json and the chart docs/benchmarks.svg.
 bench: install-dev
-	$(BIN)/python tests/stack.py -- $(BIN)/python bench/throughput.py $(BENCH_ARGS)
+	$(BIN)/python bench/scenarios.py $(or $(BENCH_ARGS),--json docs/benchmarks.json --chart docs/benchmarks.svg)
 
 bench-publish: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/publish_latency.py
