@@ -162,6 +162,29 @@ print(topic.id)""")
         return self.count("SELECT count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e ON "
                           f"e.id = d.endpoint_id WHERE d.status = 'succeeded' AND e.url LIKE '%/{path_prefix}/%'")
 
+    def add_backlog(self, topic: int, count: int) -> str:
+        """`count` pending deliveries due in a day for the topic's first subscription; returns the plan of the
+        workers' due-work query (EXPLAIN ANALYZE) with them in the table."""
+        if self.db is None:
+            self.db = psycopg.connect(self.postgres.url, autocommit=True)
+        subscription, endpoint = self.db.execute(
+            "SELECT id, endpoint_id FROM subscriptions_subscription WHERE topic_id = %s LIMIT 1", [topic]).fetchone()
+        self.db.execute(
+            """INSERT INTO delivery_message (id, topic_id, payload, payload_is_text, event_type, subject, attributes,
+                                             published_at, request_fingerprint, fanout_pending)
+               SELECT gen_random_uuid(), %s, '1', false, 'backlog', '', '{}', now(), '', false
+               FROM generate_series(1, %s)""", [topic, count])
+        self.db.execute(
+            """INSERT INTO delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
+                                              attempt_count, budget_attempts, dead_letter_reason, created_at)
+               SELECT id, %s, %s, 'pending', now() + interval '1 day', 0, 0, '', now()
+               FROM delivery_message WHERE event_type = 'backlog'""", [subscription, endpoint])
+        self.db.execute("ANALYZE delivery_delivery")
+        rows = self.db.execute(
+            """EXPLAIN (ANALYZE, BUFFERS) SELECT id, endpoint_id FROM delivery_delivery
+               WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1024""")
+        return "\n".join(line for (line,) in rows)
+
     def received(self) -> list[tuple[float, str, str]]:
         with open(self.received_log) as f:
             return [(float(t), i, p) for t, i, p in (line.split() for line in f if line.strip())]
@@ -316,6 +339,19 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     bench.stop_engine()
     row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
         "requests.Session loop")
+
+    # The same drain beside a million pending deliveries that are not yet due.
+    backlog = int(1_000_000 * scale)
+    topic = bench.reset({"fast": 1})
+    plan = bench.add_backlog(topic, backlog)
+    bench.publish_many(topic, messages)
+    bench.start_engine()
+    seconds = bench.wait_delivered(messages)
+    bench.stop_engine()
+    drained = rows[-1]["value"]
+    row(f"drain {messages} beside {backlog:,} pending not due", messages / seconds, "deliveries/s", drained,
+        "the same drain, empty table", due_query_plan=plan)
+    print("\n".join(f"{'':<52}{line}" for line in plan.splitlines()[:6]))
 
     # Steady publishing with everything running.
     for target in (100, 200):

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
-from delivery.engine import health, leases, recording, throttle, transitions
+from delivery.engine import health, journal, leases, recording, throttle, transitions
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
@@ -168,6 +168,7 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> 
             queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
             future = sender.submit(request, timeout=policy.timeout_seconds, key=delivery.endpoint_id,
                                    start_by=start_by)
+            journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
             futures[future] = Sending(delivery, policy, number, request, queue)
         recording.record(claimed, failed, updates, probes)
     except Exception:
@@ -247,13 +248,14 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
     than repeated after the lease runs out."""
     wait(list(futures), timeout=settings.HERALD_SEND_START_WINDOW_SECONDS + MAX_TIMEOUT_SECONDS)
     tries = list(tries)
-    deliveries = {delivery.id: delivery for delivery in claimed}
     for future, sending in futures.items():
-        deliveries[sending.delivery.id] = sending.delivery
         result = future.result() if future.done() and not future.cancelled() else None
         if result is not None:
             tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
                                sending.queue))
+    deliveries = {delivery.id: delivery for delivery in claimed}
+    for sending in futures.values():
+        deliveries[sending.delivery.id] = sending.delivery
     for tried in tries:
         deliveries[tried.delivery.id] = tried.delivery
     due = timezone.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)

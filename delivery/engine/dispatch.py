@@ -18,11 +18,12 @@ from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from delivery.engine import transitions
+from delivery.engine import journal, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
 from delivery.engine.queues import DELIVERIES, RETRIES, want_pump
+from delivery.engine.recording import Tried
 from delivery.engine.wakeup import WAKE_KEY, redis, wake_dispatcher
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
@@ -60,6 +61,7 @@ def release_expired_leases(now=None) -> int:
     the error class `lease_expired` (the request may have reached the endpoint), and the policy decides what
     follows, so retry limits and the time-to-live end a delivery whatever keeps crashing."""
     now = now or timezone.now()
+    recovered = record_journaled_answers(now)
     with transaction.atomic():
         expired = list(
             Delivery.objects.select_for_update(skip_locked=True, of=("self",))
@@ -77,7 +79,27 @@ def release_expired_leases(now=None) -> int:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
         wake_dispatcher()
-    return len(expired)
+    return len(expired) + recovered
+
+
+def record_journaled_answers(now) -> int:
+    """Expired leases whose try was answered before its worker stopped: recorded as the attempt it was (from the
+    journal), not counted as lost and sent again. Written under the lease, so a race with anyone is harmless."""
+    candidates = list(Delivery.objects.filter(status=Delivery.Status.IN_FLIGHT, lease_until__lt=now)
+                      .select_related("message__topic", "subscription__topic", "endpoint")
+                      .order_by("lease_until")[:BATCH])
+    found = journal.answered(candidates)
+    tries = []
+    for delivery in candidates:
+        if delivery.id in found:
+            number, queue, result = found[delivery.id]
+            policy, _ = subscription_policy_or_default(delivery.subscription)
+            tries.append(Tried(delivery, policy, number, None, result, queue))
+    if tries:
+        recording.record([t.delivery for t in tries], tries, {}, set())
+        log.warning("%d deliveries were left in flight by a worker that stopped after they were answered; their "
+                    "answers were recorded from the journal", len(tries))
+    return len(tries)
 
 
 def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:

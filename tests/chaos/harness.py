@@ -307,6 +307,11 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
                                 "FROM delivery_attempt a JOIN delivery_delivery d ON d.id = a.delivery_id "
                                 "GROUP BY 1, 2, 3").fetchall()
         stored_messages = conn.execute("SELECT count(*) FROM delivery_message").fetchone()[0]
+        tries = defaultdict(list)  # (message id, subscription id) -> error classes of its attempts, in order
+        for m, sid, error_class in conn.execute(
+                "SELECT d.message_id, d.subscription_id, a.error_class FROM delivery_attempt a "
+                "JOIN delivery_delivery d ON d.id = a.delivery_id ORDER BY a.delivery_id, a.number"):
+            tries[(str(m), sid)].append(error_class or "-")
         open_rows = conn.execute(
             "SELECT d.status, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
             "e.state, count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e "
@@ -336,6 +341,12 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             elif status in ("dead_lettered", "dropped") and not reason:
                 lost.append((message_id, name, f"{status} without a reason"))
     duplicates = sum(count - 1 for count in ok.values() if count > 1)
+    sid_of = {name: sid for sid, name in endpoints.items()}
+    repeated_after = Counter()  # why a request answered 2xx was sent again: its recorded outcome
+    for (name, message_id), count in ok.items():
+        if count > 1:
+            for error_class in tries.get((message_id, sid_of.get(name)), [])[:-1]:
+                repeated_after[error_class] += 1
 
     per_subscription, mismatched = [], []
     by_sub = defaultdict(Counter)
@@ -359,6 +370,7 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             "duplicate_rate": duplicates / max(1, outcome["succeeded"]),
             "per_subscription": per_subscription, "attempt_mismatches": mismatched,
             "attempts_by_error": dict(sorted(by_error.items())),
+            "duplicates_after": dict(repeated_after.most_common()),
             "requests_seen": len(requests_seen), "stuck_rows": stuck_rows}
 
 
@@ -388,6 +400,7 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
     for name, seen, in_api, answered, unreached, consistent in result["per_subscription"]:
         print(f"{name:<14}{seen:>14}{in_api:>16}{answered:>13}{unreached:>17}{'' if consistent else '  MISMATCH'}")
     print(f"attempts by error class: {result['attempts_by_error']}")
+    print(f"duplicates, by what was recorded for the earlier try: {result['duplicates_after']}")
     print("\ncheck" + " " * 67 + "result")
     for name, value, passed in checks:
         print(f"  {'ok  ' if passed else 'FAIL'} {name:<66}{value}")

@@ -15,7 +15,7 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
 
-from delivery.engine import attempts, dispatch, jobs, leases, queues, recording, transitions
+from delivery.engine import attempts, dispatch, jobs, journal, leases, queues, recording, transitions
 from delivery.engine.effective import subscription_policy
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
@@ -302,3 +302,44 @@ def test_sends_are_recorded_after_the_database_connection_is_cut_mid_job(three, 
 def connection_string() -> str:
     db = connection.settings_dict
     return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={db['NAME']}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_journaled_before_its_worker_died_is_recorded_not_resent(three):
+    now = timezone.now()
+    answered, lost, *_ = leases.claim(three, now)  # the worker sends both; only the first was answered, then it dies
+    ok = SendResult(status=200, duration_ms=7, started_at=now.timestamp(), headers={"X-Seen": "yes"})
+    journal.remember(answered.id, answered.lease_until, 1, "deliveries", ok)
+    journal.flush()
+
+    later = answered.lease_until + timedelta(seconds=1)
+    assert dispatch.release_expired_leases(later) == 3  # one from the journal, two counted as lost
+
+    answered.refresh_from_db()
+    assert (answered.status, answered.attempt_count) == ("succeeded", 1)
+    [attempt] = Attempt.objects.filter(delivery=answered)
+    assert (attempt.response_status, attempt.error_class, attempt.response_headers) == (200, "", {"X-Seen": "yes"})
+    assert Attempt.objects.get(delivery=lost).error_class == "lease_expired"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_journaled_answer_to_an_earlier_try_is_ignored(three):
+    now = timezone.now()
+    [first] = leases.claim(three[:1], now)
+    ok = SendResult(status=200, duration_ms=7, started_at=now.timestamp())
+    journal.remember(first.id, first.lease_until, 1, "deliveries", ok)
+    journal.flush()
+    Delivery.objects.filter(id=first.id).update(**transitions.deferred(now))  # that try was recorded otherwise
+    [again] = leases.claim(three[:1], now + timedelta(seconds=1))  # the next try, under a new lease; its worker dies
+
+    dispatch.release_expired_leases(again.lease_until + timedelta(seconds=1))
+
+    assert Attempt.objects.get(delivery=again).error_class == "lease_expired"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_answer_is_journaled_as_it_arrives(three, receiver, redis_conn):
+    attempts.process(three, "deliveries")
+    journal.flush()
+
+    assert sorted(int(key.decode().rsplit(":", 1)[1]) for key in redis_conn.keys("herald:answered:*")) == three
