@@ -376,15 +376,16 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
         "asyncio client, 256 in flight")
 
     # One endpoint hanging until its timeout among 19 fast ones, beside the same 19 alone.
-    messages = int(300 * scale)
-    rates = {}
-    for label, subs in (("without", {"fast": 19}), ("with", {"fast": 19, "hang": 1})):
+    # Two rounds each, alternating, the better of each kept: a drain of seconds is at the mercy of this machine.
+    messages = int(1000 * scale)
+    rates = {"with": 0.0, "without": 0.0}
+    for label, subs in (("without", {"fast": 19}), ("with", {"fast": 19, "hang": 1})) * 2:
         topic = bench.reset(subs)
         bench.publish_many(topic, messages)
         bench.start_engine()
         seconds = bench.wait_delivered(messages * 19, prefix="fast")
         bench.stop_engine()
-        rates[label] = messages * 19 / seconds
+        rates[label] = max(rates[label], messages * 19 / seconds)
     row("19 fast endpoints beside one hanging (5 s timeout)", rates["with"], "deliveries/s", rates["without"],
         "the 19 alone")
 
