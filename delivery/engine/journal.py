@@ -40,14 +40,14 @@ def watch(future, delivery, number: int, attempt_queue: str) -> None:
     delivery_id, lease = delivery.id, delivery.lease_until
 
     def answered_now(done) -> None:
-        if lease is None or done.cancelled() or done.exception() is not None or done.result() is None:
-            return
-        _pending.put((delivery_id, lease, number, attempt_queue, done.result()))
+        if lease is not None and not done.cancelled() and done.exception() is None and done.result() is not None:
+            remember(delivery_id, lease, number, attempt_queue, done.result())
 
     future.add_done_callback(answered_now)
 
 
 def remember(delivery_id: int, lease, number: int, attempt_queue: str, result: SendResult) -> None:
+    """Hand one answer to the writer thread."""
     _start_writer()
     _pending.put((delivery_id, lease, number, attempt_queue, result))
 
