@@ -34,6 +34,9 @@ def receiver():
     server.close()
 
 
+other_receiver = receiver  # a second, independent receiver in the same test
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("alice", password="pw-alice-123")

@@ -16,13 +16,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def other_receiver():
-    server = Receiver()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def hanging():
     server = Receiver()
     server.script = lambda request: Reply(delay=20)
