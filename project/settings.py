@@ -203,11 +203,17 @@ HERALD_JOB_TIMEOUT_SECONDS = env_number("HERALD_JOB_TIMEOUT_SECONDS", 900)
 HERALD_PUBLIC_URL = os.environ.get("HERALD_PUBLIC_URL", "http://127.0.0.1:8000")
 HERALD_METRICS_TOKEN = os.environ.get("HERALD_METRICS_TOKEN", "")
 
+# HERALD_LOG_FORMAT=json: one JSON object per line (attempt lines carry their fields at the top level).
+# RQ's own per-job lines ("Job OK") are off unless RQ_LOG_LEVEL=INFO: each attempt has its own line instead.
+HERALD_LOG_FORMAT = os.environ.get("HERALD_LOG_FORMAT", "text")
+HERALD_RQ_LOG_LEVEL = os.environ.get("RQ_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+                   "json": {"()": "project.logformat.JSONFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             "formatter": "json" if HERALD_LOG_FORMAT == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"rq.worker": {"level": os.environ.get("RQ_LOG_LEVEL", "WARNING")}},
+    "loggers": {"rq.worker": {"level": HERALD_RQ_LOG_LEVEL}},
 }

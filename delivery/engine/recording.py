@@ -11,6 +11,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -25,6 +26,7 @@ from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
 
 log = logging.getLogger(__name__)
+attempt_log = logging.getLogger("herald.attempt")
 _rng = random.SystemRandom()
 
 
@@ -110,9 +112,36 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
+    log_attempts([t for t in tries if t.delivery.id in written], changes)
     record_health([t for t in tries if t.delivery.id in written], gone, probes)
     if any(transitions.wakes_scheduler(change) for key, change in updates.items() if key in written):
         wake_dispatcher()
+
+
+def what_next(changes: dict) -> str:
+    status = changes.get("status")
+    if status == Delivery.Status.PENDING:
+        return f"retry at {changes['next_attempt_at'].isoformat()}"
+    if status in (Delivery.Status.DEAD_LETTERED, Delivery.Status.DROPPED):
+        return f"{status} ({changes.get('dead_letter_reason', '')})"
+    return str(status)
+
+
+def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
+    """One line per recorded attempt: which delivery, where (the endpoint's host only: a URL's path or query may
+    carry a token), what came back, how long it took and what happens next. With HERALD_LOG_FORMAT=json the fields
+    are the line's keys."""
+    if not attempt_log.isEnabledFor(logging.INFO):
+        return
+    for tried in tries:
+        delivery, result = tried.delivery, tried.result
+        fields = {"delivery": delivery.id, "message": str(delivery.message_id),
+                  "subscription": delivery.subscription_id,
+                  "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
+                  "queue": tried.queue, "status": result.status, "error": result.error_class or None,
+                  "duration_ms": result.duration_ms, "next": what_next(changes[delivery.id])}
+        attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
+                         extra={"herald": fields})
 
 
 def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int, Attempt]) -> set[int]:

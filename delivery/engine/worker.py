@@ -13,6 +13,7 @@ import logging
 import time
 from uuid import uuid4
 
+from django.conf import settings
 from django.db import close_old_connections
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -53,6 +54,8 @@ class HeraldWorker(SimpleWorker):
 
     def work(self, burst: bool = False, *args, max_jobs: int | None = None, **kwargs) -> bool:
         self._max_jobs = max_jobs
+        kwargs["logging_level"] = settings.HERALD_RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
+
         worked = False
         while True:
             try:
