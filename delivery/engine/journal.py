@@ -29,6 +29,8 @@ def _key(delivery_id: int) -> str:
 
 
 _pending: queue.Queue = queue.Queue()
+_failing = False  # the last write failed (Redis away)
+CAUTIOUS_IN_FLIGHT = 8  # what a worker keeps in flight while its answers cannot be journaled
 _writer: threading.Thread | None = None
 _writer_lock = threading.Lock()
 
@@ -81,8 +83,15 @@ def _write_forever() -> None:
                 _pending.task_done()
 
 
+def writable() -> bool:
+    """Are answers being journaled? While they are not (Redis away), a crash would repeat every answered send, so
+    the pump keeps only CAUTIOUS_IN_FLIGHT requests in flight."""
+    return not _failing
+
+
 def _write(batch: list) -> None:
     """One pipeline for everything answered since the last write. Best effort: never raises."""
+    global _failing
     try:
         with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=False) as pipe:
             for delivery_id, lease, number, attempt_queue, result in batch:
@@ -93,7 +102,9 @@ def _write(batch: list) -> None:
                     "error_detail": result.error_detail,
                 }), ex=KEEP_SECONDS)
             pipe.execute()
+        _failing = False
     except Exception:
+        _failing = True
         log.warning("could not journal %d answers; a crash before they are recorded would repeat them", len(batch),
                     exc_info=True)
 

@@ -21,12 +21,15 @@ from collections import Counter
 from django.conf import settings
 from django.utils import timezone
 
-from delivery.engine import attempts, leases, queues
+from delivery.engine import attempts, journal, leases, queues
 from delivery.transport import sender
 
 log = logging.getLogger(__name__)
 LOOK_INTERVAL_SECONDS = 0.25  # while sends are in flight and nothing new is wanted, look for due work this often
 WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new work was published
+# At most this many rows per claim: the pump takes in the answers between claims, so a backlog fills the transport in
+# a few rounds instead of one long one during which answers pile up unread (and a crash would repeat them all).
+CLAIM_BATCH = 64
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
@@ -45,6 +48,8 @@ def run(queue_name: str) -> int:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
             free = transport.max_in_flight - transport.pending
+            if not journal.writable():  # what cannot be journaled would be resent after a crash: send little
+                free = min(free, journal.CAUTIOUS_IN_FLIGHT - transport.pending)
             if claiming and free > 0:
                 look = (more_due and freed) or time.monotonic() - last_look >= LOOK_INTERVAL_SECONDS
                 if not look:
@@ -52,7 +57,7 @@ def run(queue_name: str) -> int:
                     look, seen = latest != seen, latest  # new work was announced: look at once
                 if look:
                     last_look, freed = time.monotonic(), False
-                    more_due = claim_and_start(futures, probes, free, per_endpoint)
+                    more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint)
             if futures:
                 done = attempts.next_group(list(futures), timeout=WATCH_SECONDS * 5)
                 if done:
