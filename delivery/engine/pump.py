@@ -56,10 +56,14 @@ def run(queue_name: str) -> int:
                     latest = queues.work_sequence(queue_name)
                     look, seen = latest != seen, latest  # new work was announced: look at once
                 if look:
-                    last_look, freed = time.monotonic(), False
-                    more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint)
+                    last_look = time.monotonic()
+                    taken, more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint)
+                    # A full claim may be followed at once while little is in flight (a cold start, a slow
+                    # endpoint's backlog); beyond that, claims follow completions.
+                    freed = taken == CLAIM_BATCH and transport.pending < 2 * CLAIM_BATCH
             if futures:
-                done = attempts.next_group(list(futures), timeout=WATCH_SECONDS * 5)
+                claim_next = freed and more_due and claiming and free > 0
+                done = attempts.next_group(list(futures), timeout=0 if claim_next else WATCH_SECONDS * 5)
                 if done:
                     sent += attempts.finish(done, futures, probes, timezone.now())
                     freed = True
@@ -82,8 +86,8 @@ def run(queue_name: str) -> int:
     return sent
 
 
-def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> bool:
-    """Claim what is due (within each endpoint's room) and start it; True if more may be due right now."""
+def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> tuple[int, bool]:
+    """Claim what is due (within each endpoint's room) and start it; (rows claimed, whether more may be due)."""
     in_flight = Counter(sending.delivery.endpoint_id for sending in futures.values())
     now = timezone.now()
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
@@ -92,7 +96,7 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
                                                  start_by=time.monotonic() + settings.HERALD_SEND_START_WINDOW_SECONDS)
         futures.update(started)
         probes |= started_probes
-    return bool(claimed) or more
+    return len(claimed), bool(claimed) or more
 
 
 def linger(queue_name: str, seen: int) -> int:
