@@ -343,3 +343,18 @@ def test_every_answer_is_journaled_as_it_arrives(three, receiver, redis_conn):
     journal.flush()
 
     assert sorted(int(key.decode().rsplit(":", 1)[1]) for key in redis_conn.keys("herald:answered:*")) == three
+
+
+@pytest.mark.django_db(transaction=True)
+def test_while_answers_cannot_be_journaled_the_journal_says_so(monkeypatch):
+    ok = SendResult(status=200, duration_ms=1, started_at=time.time())
+    lease = timezone.now()
+    monkeypatch.setattr(journal.redis_link, "connection", lambda *_: Redis(port=1, socket_connect_timeout=0.2))
+    journal.remember(1, lease, 1, "deliveries", ok)
+    journal.flush()
+    assert not journal.writable()  # the pump now keeps only CAUTIOUS_IN_FLIGHT requests in flight
+
+    monkeypatch.undo()
+    journal.remember(1, lease, 1, "deliveries", ok)
+    journal.flush()
+    assert journal.writable()
