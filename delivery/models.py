@@ -30,6 +30,10 @@ class Message(models.Model):
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
     fanout_pending = models.BooleanField(default=False, help_text="Its deliveries are still being created by a "
                                                                   "fan-out job (large topics).")
+    fanout_skipped = models.JSONField(null=True, blank=True, help_text=(
+        "The subscriptions that got no delivery (or a held one) at publish time, by outcome: "
+        '{"filtered_out": {attribute: [ids]}, "not_confirmed": [ids], "paused": [ids]}. NULL: published before '
+        "decisions were recorded."))
 
     class Meta:
         ordering = ["-published_at"]

@@ -6,7 +6,18 @@ from rest_framework.routers import DefaultRouter
 from delivery.web.subscription_views import EndpointViewSet, SubscriptionViewSet, TopicViewSet
 from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewView
 
-router = DefaultRouter(trailing_slash=True)
+
+class HeraldRouter(DefaultRouter):
+    """The browsable API's root lists every resource, the non-viewset pages and the docs too."""
+
+    EXTRA = {"policies/preview": "policy-preview", "schema": "schema", "docs": "api-docs", "redoc": "api-redoc"}
+
+    def get_api_root_view(self, api_urls=None):
+        names = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}
+        return self.APIRootView.as_view(api_root_dict={**names, **self.EXTRA})
+
+
+router = HeraldRouter(trailing_slash=True)
 router.register("topics", TopicViewSet)
 router.register("subscriptions", SubscriptionViewSet)
 router.register("endpoints", EndpointViewSet)

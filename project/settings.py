@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from static files: API docs work offline
     "django_rq",
     "subscriptions",
     "delivery",
@@ -109,6 +110,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["project.formats"]  # dates and times to the second (project/formats/en/formats.py)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -125,14 +127,15 @@ WHITENOISE_USE_FINDERS = True
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with a WWW-Authenticate header, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "delivery.web.authentication.HeraldTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "delivery.web.pagination.BoundedLimitOffsetPagination",
     "DEFAULT_PARSER_CLASSES": [
         "delivery.web.parsers.SafeJSONParser",
-        "rest_framework.parsers.FormParser",
+        # For the browsable API's HTML forms. URL-encoded forms are refused with a 415 that says to send JSON
+        # (`curl -d '{...}'` without a Content-Type header sends one, which would read as "field required").
         "rest_framework.parsers.MultiPartParser",
     ],
     "PAGE_SIZE": 50,
@@ -149,6 +152,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Publish events to topics; Herald delivers them to every subscriber's webhook.",
     "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "DeliveryStatusEnum": "delivery.models.Delivery.Status",

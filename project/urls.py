@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from delivery.web.dashboard import dashboard
@@ -16,4 +17,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny]),
+         name="api-redoc"),
+    # The admin's "View site" and a bare `/` lead to the operator's dashboard (the login page first).
+    path("", RedirectView.as_view(pattern_name="herald-dashboard", permanent=False), name="herald-home"),
 ]

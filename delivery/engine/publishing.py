@@ -44,12 +44,13 @@ def message_publish(
             Message.objects.filter(id=existing.id).update(idempotency_key=None)
     try:
         with transaction.atomic():
-            chosen = fanout.targets(topic.id, attributes)
+            chosen, skipped = fanout.decide(fanout.topic_subscriptions(topic.id), attributes)
             large = len(chosen) > settings.HERALD_INLINE_FANOUT
             message = Message.objects.create(
                 topic=topic, payload=payload, payload_is_text=payload_is_text, event_type=event_type,
                 subject=subject, attributes=attributes, published_at=timezone.now(),
                 idempotency_key=idempotency_key or None, request_fingerprint=digest, fanout_pending=large,
+                fanout_skipped=skipped,
             )
             if large:  # answer now; a job writes the deliveries
                 transaction.on_commit(lambda: fanout.enqueue_fan_out(message.id))
@@ -87,18 +88,19 @@ def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[M
     plain = [(n, entry) for n, entry in enumerate(entries) if not entry.idempotency_key]
     if plain:
         with transaction.atomic():
-            live = fanout.live_subscriptions(topic.id)
+            subscriptions = fanout.topic_subscriptions(topic.id)
             now = timezone.now()
             messages, chosen_for = [], []
             for _, entry in plain:
-                chosen = fanout.matching(live, entry.attributes)
+                chosen, skipped = fanout.decide(subscriptions, entry.attributes)
                 large = len(chosen) > settings.HERALD_INLINE_FANOUT
                 messages.append(Message(
                     topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
                     event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes,
                     published_at=now, request_fingerprint=fingerprint(
                         payload=entry.payload, text=entry.payload_is_text, type=entry.event_type,
-                        subject=entry.subject, attrs=entry.attributes), fanout_pending=large))
+                        subject=entry.subject, attrs=entry.attributes), fanout_pending=large,
+                    fanout_skipped=skipped))
                 chosen_for.append(chosen)
             Message.objects.bulk_create(messages)
             deliveries = []

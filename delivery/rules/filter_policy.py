@@ -5,6 +5,7 @@ one of its values. Values may be strings, numbers, or {"prefix": "..."}, {"anyth
 {"exists": bool}, {"numeric": [">", 10, "<=", 20]}.
 """
 
+import json
 import math
 import operator
 
@@ -61,11 +62,33 @@ def _rule_matches(rule, present: bool, value) -> bool:
     return present and value == rule
 
 
-def matches(policy, attributes: dict) -> bool:
+def failing_key(policy, attributes: dict) -> str | None:
+    """The first attribute whose rules the message fails, or None when it matches."""
     if not policy:
-        return True
+        return None
     for name, rules in policy.items():
         present = name in attributes
         if not any(_rule_matches(rule, present, attributes.get(name)) for rule in rules):
-            return False
-    return True
+            return name
+    return None
+
+
+def matches(policy, attributes: dict) -> bool:
+    return failing_key(policy, attributes) is None
+
+
+def explain(policy, attributes: dict, key: str | None = None) -> str:
+    """Why a message fails a policy, in words: the failing attribute (`key`, else the first), its value and the
+    rules it did not meet."""
+    key = key if key is not None else failing_key(policy, attributes)
+    if key is None:
+        return "the message matches the filter policy"
+    if key not in (policy or {}):
+        return f"the filter policy's rules for attribute {key!r} did not match (the policy has changed since)"
+    rules = json.dumps(policy[key], ensure_ascii=False)
+    if key not in attributes:
+        return f"attribute {key!r} is missing; the filter policy requires {rules}"
+    value = json.dumps(attributes[key], ensure_ascii=False)
+    if len(value) > 200:
+        value = value[:200] + "…"
+    return f"attribute {key!r} is {value}, which meets none of {rules}"

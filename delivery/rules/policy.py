@@ -96,6 +96,21 @@ class DeliveryPolicy:
             rows.append({"attempt": len(rows) + 1, "delay": round(delay, 3), "offset": round(offset, 3)})
         return rows
 
+    def schedule_end(self, rows: list[dict]) -> str:
+        """What ends the schedule `schedule()` produced, in words (the time-to-live often ends it well before the
+        maximum number of attempts)."""
+        last = rows[-1]["attempt"]
+        delay = self.retry_delay(last)
+        if delay is None:
+            if self.max_attempts is not None and last >= self.max_attempts:
+                return f"ends after attempt {last}: the maximum of {self.max_attempts} attempts"
+            return f"ends after attempt {last}: the retry schedule has no more delays"
+        if self.max_age_seconds is not None and rows[-1]["offset"] + delay > self.max_age_seconds:
+            of = f" (of at most {self.max_attempts})" if self.max_attempts else ""
+            return (f"ends after attempt {last}{of}: attempt {last + 1} would come after the time-to-live of "
+                    f"{self.max_age_seconds:g} s")
+        return f"shown up to attempt {last}; it goes on"
+
     def __repr__(self):
         return f"DeliveryPolicy({self.document_json})"
 

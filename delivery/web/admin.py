@@ -1,18 +1,36 @@
 import json
 
 from django.contrib import admin
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 
 from delivery.engine import recovery
 from delivery.models import Attempt, Delivery, Message
-from delivery.web.subscription_admin import run_service
+from delivery.web import fanout_report
+from delivery.web.admin_buttons import Button, ButtonsMixin
+from delivery.web.subscription_admin import run_service, state_badge
+
+FANOUT_SHOWN = 200
+STATUS_COLOURS = {"succeeded": "#2e7d32", "pending": "#ef6c00", "in_flight": "#0277bd",
+                  "dead_lettered": "#c62828", "dropped": "#555"}
+
+
+def status_badge(status: str):
+    return format_html('<span class="herald-badge" style="background:{};color:#fff;padding:2px 8px;border-radius:10px;'
+                       'font-weight:600">{}</span>', STATUS_COLOURS.get(status, "#555"), status)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records of what happened: viewed, never edited or deleted by hand (retention purges them)."""
+
     def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 
@@ -28,33 +46,121 @@ class AttemptInline(admin.TabularInline):
         return False
 
 
+def preformatted(value) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False) if isinstance(value, (dict, list)) else (value or "")
+    return format_html('<pre style="white-space: pre-wrap; max-width: 900px">{}</pre>', text or "—")
+
+
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
+class MessageAdmin(ButtonsMixin, ReadOnlyAdmin):
+    """A message and, for every subscription of its topic, what publishing decided and where the delivery stands."""
+
     list_display = ["id", "topic", "event_type", "subject", "published_at"]
     list_filter = ["event_type", "published_at"]
     search_fields = ["=id", "subject", "topic__name", "idempotency_key"]
     list_select_related = ["topic"]
+    fields = ["id", "topic", "event_type", "subject", "published_at", "idempotency_key", "attributes_view",
+              "payload_view", "fanout_view"]
+    readonly_fields = fields
+
+    @admin.display(description="attributes")
+    def attributes_view(self, obj):
+        return preformatted(obj.attributes)
+
+    @admin.display(description="payload")
+    def payload_view(self, obj):
+        return preformatted(obj.payload)
+
+    @admin.display(description="fan-out: every subscription of the topic")
+    def fanout_view(self, obj):
+        rows = fanout_report.decisions(obj)
+        return render_to_string("admin/herald/fanout.html", {
+            "rows": rows[:FANOUT_SHOWN], "summary": fanout_report.summary(rows), "more": len(rows) > FANOUT_SHOWN,
+            "total": len(rows), "message_id": obj.id})
+
+
+def retry_delivery(request, delivery):
+    recovery.delivery_retry_now(delivery=delivery)
+    return f"Delivery {delivery.id} will be attempted now (a manual attempt)."
+
+
+def stop_delivery(request, delivery):
+    recovery.delivery_dead_letter(delivery=delivery)
+    return f"Delivery {delivery.id} was dead-lettered by hand; it can be redriven later."
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(ReadOnlyAdmin):
-    list_display = ["id", "message", "subscription", "endpoint", "status", "attempt_count", "next_attempt_at",
-                    "dead_letter_reason", "delivered_at"]
+class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
+    list_display = ["id", "status_badge", "topic", "endpoint_url", "attempt_count", "next_attempt_at",
+                    "last_attempt_at", "dead_letter_reason"]
     list_filter = ["status", "dead_letter_reason", "endpoint__state", "created_at"]
     search_fields = ["=message__id", "endpoint__url", "subscription__topic__name"]
-    list_select_related = ["message", "subscription__topic", "subscription__endpoint", "endpoint"]
-    raw_id_fields = ["message", "subscription", "endpoint"]
+    list_select_related = ["subscription__topic", "endpoint"]
     inlines = [AttemptInline]
     actions = ["retry_now", "dead_letter"]
-    fields = ["message", "subscription", "endpoint_link", "status", "dead_letter_reason", "attempt_count",
-              "next_attempt_at", "first_attempt_at", "last_attempt_at", "delivered_at", "finished_at",
-              "budget_attempts", "budget_started_at", "lease_until"]
-    readonly_fields = ["endpoint_link"]
+    fieldsets = [
+        ("Where it stands", {"fields": ["status_badge", "summary", "attempt_count", "next_attempt_at",
+                                        "last_error", "delivered_at", "dead_letter_reason", "finished_at"]}),
+        ("What and where to", {"fields": ["message_link", "subscription_link", "endpoint_link"]}),
+        ("Internals", {"classes": ["collapse"], "fields": [
+            "created_at", "first_attempt_at", "last_attempt_at", "budget_attempts", "budget_started_at",
+            "lease_until"]}),
+    ]
+    readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
+    buttons = (
+        Button("retry", "Retry now", retry_delivery,
+               shown=lambda d: d.status in (Delivery.Status.PENDING, Delivery.Status.DEAD_LETTERED,
+                                            Delivery.Status.DROPPED),
+               title="Attempt it now (recorded as a manual attempt); a dead letter gets a fresh budget."),
+        Button("stop", "Stop retrying", stop_delivery, shown=lambda d: d.status == Delivery.Status.PENDING,
+               title="Dead-letter it (reason: manual)."),
+    )
 
-    @admin.display(description="endpoint health")
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj):
+        return status_badge(obj.status)
+
+    @admin.display(description="topic", ordering="subscription__topic__name")
+    def topic(self, obj):
+        return obj.subscription.topic.name
+
+    @admin.display(description="endpoint", ordering="endpoint__url")
+    def endpoint_url(self, obj):
+        url = obj.endpoint.url
+        return url if len(url) <= 60 else url[:57] + "…"
+
+    def _row(self, obj):
+        return fanout_report.decisions(obj.message, subscription_id=obj.subscription_id)[0]
+
+    @admin.display(description="in words")
+    def summary(self, obj):
+        return self._row(obj)["reason"]
+
+    @admin.display(description="last error")
+    def last_error(self, obj):
+        error = self._row(obj)["delivery"]["last_error"]
+        if error is None:
+            return "—"
+        return format_html("attempt {} at {}: {} {}", error["attempt"], error["at"].strftime("%Y-%m-%d %H:%M:%S"),
+                           f"HTTP {error['status']}" if error["status"] else error["error_class"], error["detail"])
+
+    @admin.display(description="message")
+    def message_link(self, obj):
+        return format_html('<a href="{}">{}</a> ({}, published {})',
+                           reverse("admin:delivery_message_change", args=[obj.message_id]), obj.message_id,
+                           obj.message.event_type, obj.message.published_at.strftime("%Y-%m-%d %H:%M:%S"))
+
+    @admin.display(description="subscription")
+    def subscription_link(self, obj):
+        return format_html('<a href="{}">#{} {}</a> ({})',
+                           reverse("admin:subscriptions_subscription_change", args=[obj.subscription_id]),
+                           obj.subscription_id, obj.subscription.topic.name, obj.subscription.status)
+
+    @admin.display(description="endpoint")
     def endpoint_link(self, obj):
-        return format_html('<a href="/admin/subscriptions/endpoint/{}/change/">{}</a> ({})', obj.endpoint_id,
-                           obj.endpoint.url, obj.endpoint.state)
+        return format_html('<a href="{}">{}</a> {}', reverse("admin:subscriptions_endpoint_change",
+                                                             args=[obj.endpoint_id]),
+                           obj.endpoint.url, state_badge(obj.endpoint.state))
 
     @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
     def retry_now(self, request, queryset):
@@ -65,25 +171,21 @@ class DeliveryAdmin(ReadOnlyAdmin):
         run_service(self, request, queryset, recovery.delivery_dead_letter, "Dead-lettered {} deliveries.")
 
 
-def preformatted(value) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False) if isinstance(value, dict) else (value or "")
-    return format_html('<pre style="white-space: pre-wrap; max-width: 900px">{}</pre>', text or "—")
-
-
 @admin.register(Attempt)
 class AttemptAdmin(ReadOnlyAdmin):
-    list_display = ["id", "delivery", "number", "queue", "started_at", "duration_ms", "response_status",
-                    "error_class", "outcome"]
+    list_display = ["id", "outcome", "response_status", "error_class", "delivery_link", "number", "started_at",
+                    "duration_ms", "queue"]
     list_filter = ["outcome", "error_class", "queue", "response_status", "started_at"]
     search_fields = ["request_url", "=delivery__message__id"]
-    raw_id_fields = ["delivery"]
-    def has_delete_permission(self, request, obj=None):
-        return False  # attempt logs are read-only
-
-    fields = ["delivery", "number", "queue", "outcome", "started_at", "duration_ms", "request_url",
+    fields = ["delivery_link", "number", "queue", "outcome", "started_at", "duration_ms", "request_url",
               "request_headers_view", "request_body_view", "response_status", "response_headers_view",
               "response_body_view", "error_class", "error_detail"]
     readonly_fields = fields
+
+    @admin.display(description="delivery", ordering="delivery_id")
+    def delivery_link(self, obj):
+        return format_html('<a href="{}">#{}</a>', reverse("admin:delivery_delivery_change", args=[obj.delivery_id]),
+                           obj.delivery_id)
 
     @admin.display(description="request headers")
     def request_headers_view(self, obj):

@@ -12,6 +12,7 @@ from rest_framework.views import exception_handler
 
 from delivery.engine.errors import ApplicationError
 from delivery.rules.policy import PolicyError
+from delivery.web.authentication import HOW
 
 
 def api_exception_handler(exc, context):
@@ -31,4 +32,12 @@ def api_exception_handler(exc, context):
     if isinstance(exc, (OperationalError, InterfaceError)):
         return Response({"detail": "The database is unavailable; nothing was changed. Try again shortly."},
                         status=503, headers={"Retry-After": "5"})
-    return exception_handler(exc, context)
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        sent = context["request"].content_type.split(";")[0] or "none"
+        return Response({"detail": f"Send the body as JSON with 'Content-Type: application/json' (this request's "
+                                   f"Content-Type is {sent!r}; curl -d without -H 'Content-Type: application/json' "
+                                   f"sends a form)."}, status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE)
+    response = exception_handler(exc, context)
+    if isinstance(exc, exceptions.NotAuthenticated) and response is not None:
+        response.data = {"detail": f"{exc.detail} {HOW}"}
+    return response

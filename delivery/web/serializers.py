@@ -1,6 +1,10 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from delivery.models import Attempt, Delivery, Message
+from delivery.web import fanout_report
+
+FANOUT_SHOWN = 100
 
 
 class AttemptSerializer(serializers.ModelSerializer):
@@ -41,12 +45,62 @@ class MessageSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class LastErrorSerializer(serializers.Serializer):
+    attempt = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    status = serializers.IntegerField(allow_null=True, help_text="The endpoint's HTTP status, if it answered.")
+    error_class = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class FanoutDeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    attempt_count = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    dead_letter_reason = serializers.CharField()
+    last_error = LastErrorSerializer(allow_null=True)
+
+
+class FanoutDecisionSerializer(serializers.Serializer):
+    """What publishing decided for one subscription of the topic, and where its delivery stands."""
+
+    subscription = serializers.IntegerField()
+    endpoint = serializers.CharField()
+    subscription_status = serializers.CharField(help_text="The subscription's status now.")
+    endpoint_state = serializers.CharField(help_text="The endpoint's state now.")
+    outcome = serializers.ChoiceField(choices=fanout_report.OUTCOMES)
+    reason = serializers.CharField(help_text="The decision or the delivery's state, in words.")
+    delivery = FanoutDeliverySerializer(allow_null=True)
+
+
 class MessageDetailSerializer(MessageSerializer):
     deliveries = DeliverySerializer(many=True, read_only=True)
+    fanout_summary = serializers.SerializerMethodField(help_text="How many subscriptions had each outcome.")
+    fanout = serializers.SerializerMethodField(help_text=(
+        f"Every subscription of the topic with its outcome (the first {FANOUT_SHOWN}; all of them, filterable, at "
+        "`/api/messages/{id}/fanout/`)."))
 
     class Meta(MessageSerializer.Meta):
-        fields = MessageSerializer.Meta.fields + ["deliveries"]
+        fields = MessageSerializer.Meta.fields + ["fanout_summary", "fanout", "deliveries"]
         read_only_fields = fields
+
+    def _rows(self, message):
+        if getattr(self, "_rows_for", None) != message.pk:
+            self._rows_for, self._rows_cache = message.pk, fanout_report.decisions(message)
+        return self._rows_cache
+
+    def get_fanout_summary(self, message) -> dict[str, int]:
+        return fanout_report.summary(self._rows(message))
+
+    @extend_schema_field(FanoutDecisionSerializer(many=True))
+    def get_fanout(self, message):
+        return FanoutDecisionSerializer(self._rows(message)[:FANOUT_SHOWN], many=True).data
+
+
+class NoBodySerializer(serializers.Serializer):
+    """An action that takes no body (its browsable-API form is just the button)."""
 
 
 class PolicyPreviewSerializer(serializers.Serializer):

@@ -1,14 +1,20 @@
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from delivery.engine import health, recovery
-from delivery.engine.effective import policy_for, subscription_policy
+from delivery.engine.confirmation import confirmation_request
+from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
+from delivery.models import Attempt
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
+from delivery.web.admin_buttons import Button, ButtonsMixin
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.states import EndpointState
 
@@ -43,7 +49,8 @@ def schedule_table(policy):
         ("…", "…", "…") if row is None else (row["attempt"], human(row["delay"]), human(row["offset"]))
         for row in shown))
     limits = (f"max attempts {policy.max_attempts or '—'} · time-to-live "
-              f"{human(policy.max_age_seconds) if policy.max_age_seconds else '—'} · jitter ±{policy.jitter:.0%}")
+              f"{human(policy.max_age_seconds) if policy.max_age_seconds else '—'} · jitter ±{policy.jitter:.0%} · "
+              f"{policy.schedule_end(rows)}")
     return format_html('<table class="herald-schedule"><thead><tr><th>attempt</th><th>delay</th><th>offset</th>'
                        "</tr></thead><tbody>{}</tbody></table><p class=\"help\">{}</p>", body, limits)
 
@@ -84,23 +91,82 @@ class TopicAdmin(admin.ModelAdmin):
             return f"invalid policy: {exc}"
 
 
+def policy_source(subscription) -> str:
+    """Where a subscription's effective policy comes from, in words."""
+    if subscription.delivery_policy:
+        return "the subscription's own delivery policy"
+    if subscription.topic.delivery_policy:
+        return f"the delivery policy of topic {subscription.topic.name!r} (the subscription has none of its own)"
+    default = system_default()
+    return (f"Herald's default, HERALD_DEFAULT_DELIVERY_POLICY = {json.dumps(default or 'sns-default')} (neither the "
+            f"subscription nor its topic has a policy)")
+
+
+def _redrive(request, subscription):
+    return f"Redrove {recovery.subscription_redrive(subscription=subscription)} dead letter(s)."
+
+
+def _pause(request, subscription):
+    recovery.subscription_pause(subscription=subscription)
+    return "Paused: new and pending deliveries are held until it resumes."
+
+
+def _resume(request, subscription):
+    recovery.subscription_resume(subscription=subscription)
+    return "Resumed: held deliveries go out now."
+
+
+def _resend_confirmation(request, subscription):
+    confirmation_request(subscription=subscription)
+    return "A new confirmation request is on its way to the endpoint."
+
+
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
-    their policies tuned, and operated on with the actions."""
+    their policies tuned, and operated on with the buttons and actions."""
 
     form = PolicyValidatingForm
     list_display = ["id", "topic", "endpoint", "status", "raw_message_delivery", "dead_letters", "created_at"]
     list_filter = ["status", "raw_message_delivery", "endpoint__state"]
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
-    exclude = ["secret", "previous_secret", "confirmation_token_hash"]  # never shown; rotate through the API
-    readonly_fields = ["topic", "endpoint", "status", "schedule", "confirmed_at", "confirmation_expires_at",
-                       "previous_secret_expires_at", "created_at", "updated_at"]
+    fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
+              "filter_policy", "raw_message_delivery", "confirmed_at", "confirmation_expires_at",
+              "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets: rotate through the API
+    readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
+                       "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
+                       "updated_at"]
     actions = ["redrive", "pause", "resume"]
+    buttons = (
+        Button("redrive", "Redrive dead letters", _redrive, shown=lambda s: s.dead_letter_count > 0,
+               title="Send its dead letters again with a fresh attempt budget."),
+        Button("resend-confirmation", "Resend confirmation request", _resend_confirmation,
+               shown=lambda s: s.status == Subscription.Status.PENDING_CONFIRMATION,
+               title="A new token to the endpoint; it confirms by echoing it or opening the link."),
+        Button("pause", "Pause", _pause, shown=lambda s: s.status == Subscription.Status.CONFIRMED),
+        Button("resume", "Resume", _resume, shown=lambda s: s.status == Subscription.Status.PAUSED),
+    )
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="endpoint")
+    def endpoint_link(self, obj):
+        return format_html('<a href="{}">{}</a> {}', reverse("admin:subscriptions_endpoint_change",
+                                                             args=[obj.endpoint_id]),
+                           obj.endpoint.url, state_badge(obj.endpoint.state))
+
+    @admin.display(description="effective delivery policy")
+    def effective_policy(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        try:
+            document = json.dumps(subscription_policy(obj).document, indent=2)
+        except PolicyError as exc:
+            return f"invalid policy: {exc}"
+        return format_html('<p id="herald-policy-source">From {}.</p><pre style="white-space: pre-wrap">{}</pre>',
+                           policy_source(obj), document)
 
     @admin.display(description="schedule of the effective policy")
     def schedule(self, obj):
@@ -149,21 +215,73 @@ class TransitionInline(admin.TabularInline):
         return False
 
 
+class SubscriptionInline(admin.TabularInline):
+    model = Subscription
+    extra = 0
+    can_delete = False
+    fields = ["topic", "status", "raw_message_delivery", "created_at"]
+    readonly_fields = fields
+    show_change_link = True
+    verbose_name_plural = "subscriptions to this endpoint"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+def _enable(request, endpoint):
+    health.endpoint_enable(endpoint=endpoint, actor=request.user)
+    return "Enabled: counters reset, held deliveries released."
+
+
+def _disable(request, endpoint):
+    health.endpoint_disable(endpoint=endpoint, actor=request.user)
+    return "Disabled: one probe per interval until it answers."
+
+
+def _freeze(request, endpoint):
+    health.endpoint_freeze(endpoint=endpoint, actor=request.user)
+    return "Frozen: nothing is sent until it is enabled."
+
+
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
-    list_display = ["id", "url", "owner", "state_badge", "consecutive_failures", "window_attempts",
-                    "window_failures", "last_success_at", "last_failure_at", "state_changed_at"]
+class EndpointAdmin(ButtonsMixin, admin.ModelAdmin):
+    list_display = ["id", "url", "state_badge", "consecutive_failures", "window_failures", "window_attempts",
+                    "last_failure_at", "owner"]
     list_filter = ["state"]
     search_fields = ["url", "owner__username"]
     fields = ["url", "owner", "state_badge", "state_reason", "state_changed_at", "next_probe_at",
               "consecutive_failures", "window_attempts", "window_failures", "last_success_at", "last_failure_at",
-              "created_at"]
-    readonly_fields = fields  # health changes only through the actions below, which record why
-    inlines = [TransitionInline]
+              "created_at", "recent_attempts"]
+    readonly_fields = fields  # health changes only through the buttons and actions, which record why
+    inlines = [SubscriptionInline, TransitionInline]
     actions = ["enable", "disable", "freeze"]
+    read_only_page = True
+    buttons = (
+        Button("enable", "Enable (unfreeze)", _enable, shown=lambda e: e.state != EndpointState.ACTIVE,
+               title="Active again: counters reset, held deliveries released."),
+        Button("disable", "Disable", _disable, shown=lambda e: e.state == EndpointState.ACTIVE),
+        Button("freeze", "Freeze", _freeze, shown=lambda e: e.state != EndpointState.FROZEN),
+    )
 
     def has_add_permission(self, request):
         return False  # endpoints come into being with their first subscription
+
+    @admin.display(description="recent attempts")
+    def recent_attempts(self, obj):
+        attempts = (Attempt.objects.filter(delivery__endpoint=obj).order_by("-started_at", "-id")
+                    .values_list("id", "delivery_id", "started_at", "outcome", "response_status", "error_class",
+                                 "duration_ms")[:20])
+        if not attempts:
+            return "No attempts yet."
+        rows = format_html_join("", '<tr><td><a href="{}">{}</a></td><td><a href="{}">#{}</a></td>'
+                                    "<td>{}</td><td>{}</td><td>{} ms</td></tr>", (
+            (reverse("admin:delivery_attempt_change", args=[aid]), started.strftime("%Y-%m-%d %H:%M:%S"),
+             reverse("admin:delivery_delivery_change", args=[did]), did, outcome,
+             status if status else (error or "—"), duration)
+            for aid, did, started, outcome, status, error, duration in attempts))
+        return format_html('<table class="herald-table" id="herald-recent-attempts"><thead><tr><th>started</th>'
+                           "<th>delivery</th><th>outcome</th><th>status / error</th><th>duration</th></tr></thead>"
+                           "<tbody>{}</tbody></table>", rows)
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj):

@@ -15,7 +15,7 @@ from delivery.models import Delivery
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
-from delivery.web.serializers import DeliverySerializer
+from delivery.web.serializers import DeliverySerializer, NoBodySerializer
 from delivery.web.subscription_serializers import (
     BatchEntrySerializer,
     ConfirmSerializer,
@@ -70,7 +70,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         request=PublishSerializer, responses={202: PublishedSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
-    @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle])
+    @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle], serializer_class=PublishSerializer)
     def publish(self, request, pk=None):
         topic = self.owned_object()
         limit = settings.HERALD_MAX_PAYLOAD_BYTES
@@ -88,7 +88,8 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=PublishBatchSerializer, responses={200: PublishedBatchSerializer})
-    @action(detail=True, methods=["post"], url_path="publish-batch", throttle_classes=[PublishRateThrottle])
+    @action(detail=True, methods=["post"], url_path="publish-batch", throttle_classes=[PublishRateThrottle],
+            serializer_class=PublishBatchSerializer)
     def publish_batch(self, request, pk=None):
         """Up to 100 messages in one request (like SNS PublishBatch): each entry is validated alone; the valid ones
         are published together and the answer lists, by your entry ids, what was published and what failed."""
@@ -138,8 +139,10 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     ordering_fields = ["id", "created_at", "status"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    def get_serializer_class(self):
-        return SubscriptionUpdateSerializer if self.action == "partial_update" else SubscriptionSerializer
+    serializer_class = SubscriptionSerializer
+
+    def get_serializer_class(self):  # an action's own serializer (its form in the browsable API) comes first
+        return SubscriptionUpdateSerializer if self.action == "partial_update" else self.serializer_class
 
     @extend_schema(responses={201: SubscriptionCreatedSerializer})
     def create(self, request, *args, **kwargs):
@@ -159,7 +162,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.instance = subscribing.subscription_update(subscription=serializer.instance, **data)
 
     @extend_schema(request=ConfirmSerializer, responses={200: SubscriptionSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=ConfirmSerializer)
     def confirm(self, request, pk=None):
         subscription = self.get_object()
         serializer = ConfirmSerializer(data=request.data)
@@ -168,7 +171,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response(SubscriptionSerializer(confirmed, context=self.get_serializer_context()).data)
 
     @extend_schema(request=RedriveSerializer, responses={202: CountSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=RedriveSerializer)
     def redrive(self, request, pk=None):
         """Re-queue the subscription's dead letters with a fresh attempt budget."""
         subscription = self.get_object()  # not yours: 404 before anything about the body
@@ -178,7 +181,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=RecoverSerializer, responses={202: CountSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=RecoverSerializer)
     def recover(self, request, pk=None):
         """Resend everything that failed (dead-lettered or dropped) for messages published since a time."""
         subscription = self.get_object()
@@ -188,14 +191,14 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: SubscriptionSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
     def pause(self, request, pk=None):
         """Hold new and pending deliveries (their time-to-live still runs) until resumed."""
         paused = recovery.subscription_pause(subscription=self.get_object())
         return Response(SubscriptionSerializer(paused, context=self.get_serializer_context()).data)
 
     @extend_schema(request=None, responses={200: SubscriptionSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
     def resume(self, request, pk=None):
         resumed = recovery.subscription_resume(subscription=self.get_object())
         return Response(SubscriptionSerializer(resumed, context=self.get_serializer_context()).data)
@@ -221,13 +224,13 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return response
 
     @extend_schema(request=None, responses={200: RotatedSecretSerializer})
-    @action(detail=True, methods=["post"], url_path="rotate-secret")
+    @action(detail=True, methods=["post"], url_path="rotate-secret", serializer_class=NoBodySerializer)
     def rotate_secret(self, request, pk=None):
         rotated = subscribing.subscription_rotate_secret(subscription=self.get_object())
         return Response(RotatedSecretSerializer(rotated).data)
 
     @extend_schema(request=None, responses={202: None})
-    @action(detail=True, methods=["post"], url_path="resend-confirmation")
+    @action(detail=True, methods=["post"], url_path="resend-confirmation", serializer_class=NoBodySerializer)
     def resend_confirmation(self, request, pk=None):
         subscription = self.get_object()
         if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
@@ -251,11 +254,13 @@ class EndpointViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.Retrieve
     filterset_fields = ["state", "url"]
     ordering_fields = ["id", "consecutive_failures", "last_failure_at"]
 
+    serializer_class = EndpointDetailSerializer
+
     def get_serializer_class(self):
-        return EndpointSerializer if self.action == "list" else EndpointDetailSerializer
+        return EndpointSerializer if self.action == "list" else self.serializer_class
 
     @extend_schema(request=None, responses={200: EndpointDetailSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
     def enable(self, request, pk=None):
         endpoint = health.endpoint_enable(endpoint=self.get_object(), actor=request.user)
         return Response(EndpointDetailSerializer(endpoint).data)

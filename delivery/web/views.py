@@ -1,19 +1,23 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from delivery.engine import recovery
+from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
+from delivery.web import fanout_report
 from delivery.web.filters import DeliveryFilter, MessageFilter
 from delivery.web.ownership import OwnedQuerysetMixin
 from delivery.web.serializers import (
     DeliveryDetailSerializer,
     DeliverySerializer,
+    FanoutDecisionSerializer,
     MessageDetailSerializer,
     MessageSerializer,
+    NoBodySerializer,
     PolicyPreviewSerializer,
 )
 
@@ -29,12 +33,35 @@ class ReadOnlyViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.Retrieve
 
 
 class MessageViewSet(ReadOnlyViewSet):
+    """Published messages. A message's page lists every subscription of its topic with what publishing decided
+    (delivery created, filtered out and by which attribute, not confirmed, paused, subscribed after) and where the
+    delivery stands; `fanout` pages through all of them."""
+
     queryset = Message.objects.select_related("topic").prefetch_related("deliveries__endpoint")
     owner_path = "topic__owner"
     serializer_class = MessageSerializer
     detail_serializer_class = MessageDetailSerializer
     filterset_class = MessageFilter
     ordering_fields = ["published_at"]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("outcome", enum=fanout_report.OUTCOMES, required=False),
+                    OpenApiParameter("subscription", int, required=False)],
+        responses={200: FanoutDecisionSerializer(many=True)})
+    @action(detail=True, methods=["get"], filter_backends=[], serializer_class=FanoutDecisionSerializer)
+    def fanout(self, request, pk=None):
+        """Why each subscription of the topic did or did not get this message, paginated; `?subscription=` answers
+        for one, `?outcome=` lists one kind (e.g. `filtered_out`)."""
+        message = self.owned_object()
+        outcome = request.query_params.get("outcome") or None
+        if outcome is not None and outcome not in fanout_report.OUTCOMES:
+            raise ApplicationError(f"Use one of: {', '.join(fanout_report.OUTCOMES)}.", field="outcome")
+        raw = request.query_params.get("subscription") or None
+        if raw is not None and not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+            raise ApplicationError("A subscription id (a positive integer).", field="subscription")
+        rows = fanout_report.decisions(message, subscription_id=int(raw) if raw else None, outcome=outcome)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(FanoutDecisionSerializer(page, many=True).data)
 
 
 class DeliveryViewSet(ReadOnlyViewSet):
@@ -48,7 +75,7 @@ class DeliveryViewSet(ReadOnlyViewSet):
     ordering_fields = ["id", "created_at", "next_attempt_at", "last_attempt_at"]
 
     @extend_schema(request=None, responses={202: DeliverySerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
     def retry(self, request, pk=None):
         """Attempt this delivery now (recorded as a `manual` attempt); a dead letter gets a fresh budget."""
         delivery = recovery.delivery_retry_now(delivery=self.get_object())
@@ -56,7 +83,13 @@ class DeliveryViewSet(ReadOnlyViewSet):
 
 
 class PolicyPreviewView(APIView):
-    """The effective policy of a document and the schedule it produces (no jitter; jitter bounds beside)."""
+    """The effective policy of a document and the schedule it produces (no jitter; jitter bounds beside), and what
+    ends it (`ends`: the maximum of attempts or the time-to-live)."""
+
+    serializer_class = PolicyPreviewSerializer  # the browsable API's form
+
+    def get_serializer(self, *args, **kwargs):
+        return self.serializer_class(*args, **kwargs)
 
     @extend_schema(request=PolicyPreviewSerializer, responses={200: dict})
     def post(self, request):
@@ -74,4 +107,5 @@ class PolicyPreviewView(APIView):
             "jitter": effective.jitter,
             "schedule": rows,
             "total_seconds": rows[-1]["offset"],
+            "ends": effective.schedule_end(rows),
         })

@@ -1,0 +1,127 @@
+"""Why a subscription did or did not get a message: the fan-out decision recorded at publish time, joined with the
+delivery where one exists (its state, next attempt and last error). Read by the message's API page and its admin
+page.
+
+The topic's current subscriptions are the rows: one created after the publish says so; one deleted since is gone
+with its deliveries."""
+
+from django.db.models import OuterRef, Subquery
+
+from delivery.engine.fanout import Outcome
+from delivery.models import Attempt, Delivery, Message
+from delivery.rules.filter_policy import explain
+from delivery.rules.vocabulary import DeliveryStatus
+from subscriptions.models import Subscription
+
+OUTCOMES = [Outcome.DELIVERY, Outcome.PAUSED, Outcome.FILTERED_OUT, Outcome.NOT_CONFIRMED, Outcome.SUBSCRIBED_AFTER,
+            Outcome.PENDING, Outcome.UNRECORDED]
+
+
+def _skipped_index(message: Message) -> dict[int, tuple[str, str | None]]:
+    """subscription id → (outcome, failing attribute) from the recorded decision."""
+    recorded = message.fanout_skipped or {}
+    index = {sid: (Outcome.NOT_CONFIRMED, None) for sid in recorded.get(Outcome.NOT_CONFIRMED, [])}
+    for key, ids in (recorded.get(Outcome.FILTERED_OUT) or {}).items():
+        index.update({sid: (Outcome.FILTERED_OUT, key) for sid in ids})
+    index.update({sid: (Outcome.PAUSED, None) for sid in recorded.get(Outcome.PAUSED, [])})
+    return index
+
+
+def delivery_state(delivery: Delivery, last: Attempt | None) -> dict:
+    error = None
+    if last is not None and last.outcome != Attempt.Outcome.SUCCESS:
+        error = {"attempt": last.number, "at": last.started_at, "status": last.response_status,
+                 "error_class": last.error_class, "detail": last.error_detail}
+    return {"id": delivery.id, "status": delivery.status, "attempt_count": delivery.attempt_count,
+            "next_attempt_at": delivery.next_attempt_at, "delivered_at": delivery.delivered_at,
+            "dead_letter_reason": delivery.dead_letter_reason, "last_error": error}
+
+
+def error_words(error: dict | None) -> str:
+    if error is None:
+        return ""
+    what = f"HTTP {error['status']}" if error["status"] else error["error_class"]
+    return f"; last error: {what}" + (f" ({error['detail'][:120]})" if error["detail"] else "")
+
+
+def _delivery_reason(delivery: Delivery, endpoint_state: str, paused: bool, error: dict | None) -> str:
+    status = delivery.status
+    if status == DeliveryStatus.SUCCEEDED:
+        return f"delivered after {delivery.attempt_count} attempt(s)"
+    if status == DeliveryStatus.DEAD_LETTERED:
+        return (f"dead-lettered ({delivery.dead_letter_reason}) after {delivery.attempt_count} attempt(s)"
+                + error_words(error))
+    if status == DeliveryStatus.DROPPED:
+        return "dropped"
+    if status == DeliveryStatus.IN_FLIGHT:
+        return "being sent now"
+    if delivery.next_attempt_at is None:
+        if paused:
+            return "held: the subscription is paused"
+        return f"held: the endpoint is {endpoint_state}"
+    if delivery.attempt_count:
+        return (f"{delivery.attempt_count} attempt(s) failed; next attempt at "
+                f"{delivery.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC" + error_words(error))
+    return "waiting for its first attempt"
+
+
+def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
+    if outcome == Outcome.FILTERED_OUT:
+        return "filtered out: " + explain(subscription.filter_policy, message.attributes, key)
+    if outcome == Outcome.NOT_CONFIRMED:
+        since = (f"; confirmed since, at {subscription.confirmed_at:%Y-%m-%d %H:%M:%S}"
+                 if subscription.confirmed_at and subscription.confirmed_at > message.published_at else "")
+        return "the subscription was awaiting confirmation of its endpoint when the message was published" + since
+    if outcome == Outcome.SUBSCRIBED_AFTER:
+        return (f"the subscription was created at {subscription.created_at:%Y-%m-%d %H:%M:%S}, after the message "
+                f"was published")
+    if outcome == Outcome.PENDING:
+        return "the fan-out job has not created this delivery yet"
+    return "no delivery exists and no decision was recorded (published before Herald recorded them)"
+
+
+def decisions(message: Message, subscription_id: int | None = None, outcome: str | None = None) -> list[dict]:
+    """One row per subscription of the message's topic: outcome, reason in words, and the delivery if any."""
+    subscriptions = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint").order_by("id")
+    deliveries = Delivery.objects.filter(message=message).annotate(last_attempt_id=Subquery(
+        Attempt.objects.filter(delivery=OuterRef("pk")).order_by("-number").values("id")[:1]))
+    if subscription_id is not None:
+        subscriptions = subscriptions.filter(id=subscription_id)
+        deliveries = deliveries.filter(subscription_id=subscription_id)
+    by_subscription = {d.subscription_id: d for d in deliveries}
+    last_attempts = Attempt.objects.in_bulk([d.last_attempt_id for d in by_subscription.values() if d.last_attempt_id])
+    skipped = _skipped_index(message)
+    rows = []
+    for subscription in subscriptions:
+        recorded, key = skipped.get(subscription.id, (None, None))
+        delivery = by_subscription.get(subscription.id)
+        row = {"subscription": subscription.id, "endpoint": subscription.endpoint.url,
+               "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state}
+        if delivery is not None:
+            paused = recorded == Outcome.PAUSED
+            state = delivery_state(delivery, last_attempts.get(delivery.last_attempt_id))
+            row.update(outcome=Outcome.PAUSED if paused else Outcome.DELIVERY,
+                       reason=("paused at publish time; " if paused else "")
+                       + _delivery_reason(delivery, subscription.endpoint.state,
+                                          subscription.status == Subscription.Status.PAUSED, state["last_error"]),
+                       delivery=state)
+        else:
+            if recorded in (Outcome.FILTERED_OUT, Outcome.NOT_CONFIRMED):
+                found = recorded
+            elif subscription.created_at > message.published_at:
+                found = Outcome.SUBSCRIBED_AFTER
+            elif message.fanout_pending:
+                found = Outcome.PENDING
+            else:
+                found = Outcome.UNRECORDED
+            row.update(outcome=found, reason=_reason(found, subscription, message, key), delivery=None)
+        if outcome is None or row["outcome"] == outcome:
+            rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict[str, int]:
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for row in rows:
+        counts[row["outcome"]] += 1
+    return {name: count for name, count in counts.items() if count}
