@@ -14,7 +14,7 @@ from rq import SimpleWorker
 
 from delivery.engine import dispatch
 from delivery.models import Delivery
-from tests.receiver import Receiver
+from tests.receiver import Receiver, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,3 +181,19 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05):
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
 
+
+@pytest.fixture
+def traffic(api, receiver, run_worker):
+    """One subscription with a delivered message and a dead letter."""
+    receiver.script = lambda request: Reply(status=500 if request.json()["data"] == "bad" else 200,
+                                            body=b'{"error":"nope"}')
+    topic = api.post("/api/topics/", {"name": "console", "delivery_policy": {"preset": "event-grid"}},
+                     format="json").json()
+    subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
+                                                    "delivery_policy": {"retrySchedule": {"delays": [0.1]},
+                                                                        "retryLimits": {"maxAttempts": 2}}},
+                            format="json").json()
+    for payload in ("good", "bad"):
+        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
+    settle()
+    return topic, subscription

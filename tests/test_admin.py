@@ -13,23 +13,6 @@ from tests.receiver import Reply
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def traffic(api, receiver, run_worker):
-    """One subscription with a delivered message and a dead letter."""
-    receiver.script = lambda request: Reply(status=500 if request.json()["data"] == "bad" else 200,
-                                            body=b'{"error":"nope"}')
-    topic = api.post("/api/topics/", {"name": "console", "delivery_policy": {"preset": "event-grid"}},
-                     format="json").json()
-    subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
-                                                    "delivery_policy": {"retrySchedule": {"delays": [0.1]},
-                                                                        "retryLimits": {"maxAttempts": 2}}},
-                            format="json").json()
-    for payload in ("good", "bad"):
-        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
-    settle()
-    return topic, subscription
-
-
 def test_every_page_renders(admin_client, traffic):
     topic, subscription = traffic
     delivery = Delivery.objects.get(status="dead_lettered")

@@ -23,14 +23,26 @@ def validate_policy(document) -> None:
     delivery_policy.parse(document)
 
 
-def topic_create(*, owner, name: str, description: str = "", delivery_policy=None) -> Topic:
+def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None) -> tuple[Topic, bool]:
+    """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
+    asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
     validate_policy(delivery_policy)
-    try:
-        with transaction.atomic():
-            return Topic.objects.create(owner=owner, name=name, description=description,
-                                        delivery_policy=delivery_policy or None)
-    except IntegrityError:
-        raise ApplicationError("You already have a topic with this name.", field="name") from None
+    existing = Topic.objects.filter(owner=owner, name=name).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return Topic.objects.create(owner=owner, name=name, description=description or "",
+                                            delivery_policy=delivery_policy or None), True
+        except IntegrityError:  # created meanwhile by a concurrent request
+            existing = Topic.objects.get(owner=owner, name=name)
+    asked = {"description": description, "delivery_policy": delivery_policy or None}
+    different = [field for field, value in asked.items()
+                 if value is not None and value != getattr(existing, field)]
+    if different:
+        raise ApplicationError(f"You already have a topic named {name!r} (id {existing.id}) with a different "
+                               f"{' and '.join(different)}; change it with PATCH /api/topics/{existing.id}/.",
+                               field="name", status_code=409)
+    return existing, False
 
 
 def topic_update(*, topic: Topic, **changes) -> Topic:
@@ -62,19 +74,35 @@ def endpoint_for(*, owner, url: str) -> Endpoint:
 
 
 def subscription_create(
-    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=False
-) -> tuple[Subscription, str]:
-    """Returns the subscription and its signing secret (shown to the caller this once)."""
+    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None
+) -> tuple[Subscription, str | None]:
+    """(subscription, signing secret), the secret shown to the caller this once. Like SNS Subscribe, subscribing an
+    endpoint again to the same topic returns the existing subscription (secret None: it is never shown again)
+    instead of a second one that would deliver every event twice; 409 if the request asks for different settings."""
     validate_policy(delivery_policy)
     with transaction.atomic():
+        Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         health = endpoint_for(owner=topic.owner, url=endpoint)
+        existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
+        if existing is not None:
+            asked = {"delivery_policy": delivery_policy or None, "filter_policy": filter_policy or None,
+                     "raw_message_delivery": bool(raw_message_delivery)}
+            given = {"delivery_policy": delivery_policy is not None, "filter_policy": filter_policy is not None,
+                     "raw_message_delivery": raw_message_delivery is not None}
+            different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)]
+            if different:
+                raise ApplicationError(
+                    f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
+                    f"different {' and '.join(different)}; change it with PATCH /api/subscriptions/{existing.id}/.",
+                    field="endpoint", status_code=409)
+            return existing, None
         confirmed = not settings.HERALD_REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
             endpoint=health,
             delivery_policy=delivery_policy or None,
             filter_policy=filter_policy or None,
-            raw_message_delivery=raw_message_delivery,
+            raw_message_delivery=bool(raw_message_delivery),
             secret=generate_secret(),
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
         )

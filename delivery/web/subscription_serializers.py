@@ -44,10 +44,23 @@ class EndpointDetailSerializer(EndpointSerializer):
         return EndpointTransitionSerializer(recent, many=True).data
 
 
+class TopicField(serializers.PrimaryKeyRelatedField):
+    """A topic by id, or by name among the requester's own topics."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not (data.isascii() and data.isdigit()):
+            request = self.context.get("request")
+            topic = Topic.objects.filter(owner=request.user, name=data).first() if request is not None else None
+            if topic is None:
+                raise serializers.ValidationError(f"You have no topic named {data[:256]!r}.")
+            return topic
+        return super().to_internal_value(data)
+
+
 class SubscriptionSerializer(serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
 
-    topic = serializers.PrimaryKeyRelatedField(queryset=Topic.objects.all())
+    topic = TopicField(queryset=Topic.objects.all(), help_text="The topic's id or name.")
     endpoint = serializers.CharField(source="endpoint.url", max_length=2048)
     endpoint_id = serializers.IntegerField(source="endpoint.id", read_only=True)
     endpoint_state = serializers.CharField(source="endpoint.state", read_only=True)

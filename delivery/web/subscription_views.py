@@ -3,7 +3,7 @@ from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilt
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
@@ -60,8 +60,32 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     ordering_fields = ["id", "name", "created_at"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    def perform_create(self, serializer):
-        serializer.instance = subscribing.topic_create(owner=self.request.user, **serializer.validated_data)
+    lookup_value_regex = "[^/]+"
+
+    def get_object(self):
+        return self.owned_object()
+
+    def owned_object(self):
+        """A topic by id or by name (names are the requester's own; a name made of digits is read as an id first)."""
+        value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        topics = self.get_queryset()
+        numeric = value.isascii() and value.isdigit() and len(value) < 19
+        found = topics.filter(pk=int(value)).first() if numeric else None
+        if found is None:
+            found = topics.filter(owner=self.request.user, name=value).first()
+        if found is None:
+            raise NotFound(f"You have no topic with the id or name {value[:256]!r}.")
+        self.check_object_permissions(self.request, found)
+        return found
+
+    @extend_schema(responses={201: TopicSerializer, 200: TopicSerializer})
+    def create(self, request, *args, **kwargs):
+        """Create a topic; creating one you already have (same name, nothing different asked) returns it with 200,
+        as SNS CreateTopic does, so scripts can run twice."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        topic, created = subscribing.topic_create(owner=request.user, **serializer.validated_data)
+        return Response(TopicSerializer(topic).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     def perform_update(self, serializer):
         serializer.instance = subscribing.topic_update(topic=serializer.instance, **serializer.validated_data)
@@ -144,15 +168,21 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     def get_serializer_class(self):  # an action's own serializer (its form in the browsable API) comes first
         return SubscriptionUpdateSerializer if self.action == "partial_update" else self.serializer_class
 
-    @extend_schema(responses={201: SubscriptionCreatedSerializer})
+    @extend_schema(responses={201: SubscriptionCreatedSerializer, 200: SubscriptionSerializer})
     def create(self, request, *args, **kwargs):
+        """Subscribe an endpoint to a topic (by id or name). The answer holds the signing secret, shown this once.
+        Subscribing the same endpoint to the same topic again returns the existing subscription with 200 (without
+        its secret; rotate it if it was lost), as SNS does, instead of delivering every event twice."""
         serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
-        subscription, _secret = subscribing.subscription_create(
+        subscription, secret = subscribing.subscription_create(
             topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
-            filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery", False),
+            filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
         )
+        if secret is None:
+            body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data
+            return Response(body, status=status.HTTP_200_OK)
         return Response(SubscriptionCreatedSerializer(subscription).data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):

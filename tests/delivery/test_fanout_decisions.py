@@ -129,8 +129,10 @@ def test_decide_records_each_kind_and_the_failing_attribute():
 
 @pytest.mark.parametrize("policy, attributes, key, text", [
     ({"a": ["x"]}, {}, None, """attribute 'a' is missing; the filter policy requires ["x"]"""),
-    ({"n": [{"numeric": [">", 5]}]}, {"n": 3}, None, """attribute 'n' is 3, which meets none of [{"numeric": [">", 5]}]"""),
-    ({"b": ["y"]}, {"a": 1}, "a", "the filter policy's rules for attribute 'a' did not match (the policy has changed since)"),
+    ({"n": [{"numeric": [">", 5]}]}, {"n": 3}, None,
+     """attribute 'n' is 3, which meets none of [{"numeric": [">", 5]}]"""),
+    ({"b": ["y"]}, {"a": 1}, "a",
+     "the filter policy's rules for attribute 'a' did not match (the policy has changed since)"),
     ({"a": ["x"]}, {"a": "x"}, None, "the message matches the filter policy"),
 ])
 def test_explain(policy, attributes, key, text):
