@@ -29,11 +29,14 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py herald_demo
-	$(BIN)/honcho start
+	@mkdir -p .run && { cat Procfile; echo "banner: python manage.py herald_banner"; } > .run/Procfile
+	$(BIN)/honcho start -f .run/Procfile -d .
 
-# A demo receiver that prints what Herald delivers: `make receiver` (port 9000).
+# A demo receiver that prints what Herald delivers: `make receiver` (port 9000); SECRET=whsec_… verifies
+# signatures, FAIL=503 answers that status.
 receiver: install
-	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000)
+	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000) $(if $(SECRET),--secret $(SECRET)) \
+		$(if $(FAIL),--fail-with $(FAIL))
 
 # The browser tests drive Debian's Chromium (never a downloaded browser build).
 CHROMIUM ?= /usr/bin/chromium

@@ -30,3 +30,27 @@ def signature_header(secrets: Iterable[str], msg_id: str, timestamp: int, body: 
 def verify(secret: str, msg_id: str, timestamp: int, body: bytes, header: str) -> bool:
     expected = sign(secret, msg_id, timestamp, body)
     return any(hmac.compare_digest(expected, candidate) for candidate in header.split())
+
+
+TIMESTAMP_TOLERANCE_SECONDS = 300
+
+
+def check(secrets: Iterable[str], msg_id: str | None, timestamp: str | None, header: str | None, body: bytes,
+          now: float, tolerance: float = TIMESTAMP_TOLERANCE_SECONDS) -> str | None:
+    """Why a request's Standard Webhooks signature does not hold (None when it does): any of `secrets` (both during
+    a rotation) must have signed it, and its timestamp must be within `tolerance` seconds of `now` (replays)."""
+    if not msg_id or not timestamp or not header:
+        return "webhook-id, webhook-timestamp and webhook-signature are required"
+    try:
+        stamp = int(timestamp)
+    except ValueError:
+        return f"webhook-timestamp {timestamp[:40]!r} is not a number of seconds"
+    if abs(now - stamp) > tolerance:
+        return f"webhook-timestamp is {now - stamp:+.0f} s from now (tolerance {tolerance:g} s)"
+    for secret in secrets:
+        try:
+            if verify(secret, msg_id, stamp, body, header):
+                return None
+        except ValueError:
+            return "a secret is not a valid whsec_ secret"
+    return "no signature matches the secret(s)"

@@ -20,7 +20,5 @@ class Command(BaseCommand):
             user.save()
         token, _ = Token.objects.get_or_create(user=user)
         shown = password if created or os.environ.get("HERALD_DEMO_PASSWORD") else "(unchanged since it was created)"
-        self.stdout.write(self.style.SUCCESS("Herald demo account"))
-        self.stdout.write(f"  admin:     http://127.0.0.1:8000/admin/   user admin, password {shown}")
-        self.stdout.write(f"  API token: {token.key}")
-        self.stdout.write(f"  try:       curl -H 'Authorization: Token {token.key}' http://127.0.0.1:8000/api/topics/")
+        self.stdout.write(self.style.SUCCESS(f"Herald demo account: user admin, password {shown}; its API token "
+                                             "is shown once everything is up."))

@@ -1,28 +1,52 @@
-"""A demo webhook receiver for trying Herald locally: prints each request, answers 2xx, confirms subscriptions."""
+"""A demo webhook receiver for trying Herald locally: prints each request whole (one block per request, never
+interleaved), verifies signatures with `--secret`, answers 2xx, and confirms subscriptions."""
 
 import json
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from django.core.management.base import BaseCommand
+
+from delivery.rules import signing
+
+PRINT_LOCK = threading.Lock()
+BODY_SHOWN = 4000
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     fail_status = 0
+    secrets: tuple[str, ...] = ()
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        print(f"--- {self.command} {self.path}  webhook-id={self.headers.get('webhook-id')} "
-              f"attempt={self.headers.get('herald-attempt')}", flush=True)
-        print(body.decode("utf-8", errors="replace")[:2000], flush=True)
-        answer, status = b'{"ok":true}', self.fail_status or 200
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+        verdict, status = "", self.fail_status or 200
+        if self.secrets:
+            problem = signing.check(self.secrets, self.headers.get("webhook-id"),
+                                    self.headers.get("webhook-timestamp"), self.headers.get("webhook-signature"),
+                                    body, now=time.time())
+            verdict = "signature: valid" if problem is None else f"signature: INVALID ({problem}); answering 401"
+            status = 401 if problem else status
+        answer = b'{"ok":true}' if status < 400 else b'{"error":"refused"}'
         try:
             event = json.loads(body)
         except ValueError:
             event = None
-        if isinstance(event, dict) and event.get("type") == "herald.subscription.confirmation":
+        if status != 401 and isinstance(event, dict) and event.get("type") == "herald.subscription.confirmation":
             answer, status = json.dumps({"validationResponse": event["data"]["token"]}).encode(), 200
+            verdict += "\nconfirmation: answered with the token (the subscription is now confirmed)"
+        text = body.decode("utf-8", errors="replace")
+        if len(text) > BODY_SHOWN:
+            text = text[:BODY_SHOWN] + f"\n… ({len(body)} bytes in all)"
+        block = [f"=== {time.strftime('%H:%M:%S')} {self.command} {self.path} → answering {status}"]
+        block += [f"{name}: {value}" for name, value in self.headers.items()]
+        block += ["", text]
+        if verdict:
+            block += [verdict.strip()]
+        with PRINT_LOCK:  # one request's block at a time, whatever arrives concurrently
+            print("\n".join(block) + "\n", flush=True)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -39,11 +63,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=9000)
         parser.add_argument("--fail-with", type=int, default=0, help="Answer this status instead of 200.")
+        parser.add_argument("--secret", action="append", default=[], metavar="WHSEC",
+                            help="Verify each request's webhook-signature with this signing secret (the one the "
+                                 "subscription's creation returned); give it twice during a rotation. Requests "
+                                 "that fail get 401.")
 
-    def handle(self, *args, port, fail_with, **options):
+    def handle(self, *args, port, fail_with, secret, **options):
         Handler.fail_status = fail_with
+        Handler.secrets = tuple(secret)
         server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.stdout.write(f"receiving webhooks on http://127.0.0.1:{port}/ (Ctrl-C to stop)")
+        checking = " verifying signatures" if secret else ""
+        self.stdout.write(f"receiving webhooks on http://127.0.0.1:{port}/{checking} (Ctrl-C to stop)")
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -1,0 +1,71 @@
+"""`make run`'s last word: once the web server answers and a worker is listening, print where to go and what to
+type next (the admin, its user, the API token, the receiver and the walkthrough), after the processes' start-up
+logs rather than before them. Then it stays up quietly (honcho stops everything when one process exits)."""
+
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+from rq import Worker
+
+from delivery.engine import redis_link
+from delivery.rules.vocabulary import AttemptQueue
+
+
+def web_answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=2)  # noqa: S310 (a fixed local URL)
+        return True
+    except urllib.error.HTTPError:
+        return True  # 401 and the like: it answers
+    except OSError:
+        return False
+
+
+def worker_listening() -> bool:
+    try:
+        return bool(Worker.all(connection=redis_link.queue(AttemptQueue.DELIVERIES).connection))
+    except Exception:
+        return False
+
+
+class Command(BaseCommand):
+    help = "Wait until Herald's web server and a worker are up, then print how to use them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument("--timeout", type=float, default=120)
+        parser.add_argument("--exit", action="store_true", help="Exit after printing (default: stay up).")
+
+    def handle(self, *args, url, timeout, exit, **options):
+        deadline = time.monotonic() + timeout
+        while not (web_answers(f"{url}/api/") and worker_listening()):
+            if time.monotonic() > deadline:
+                self.stderr.write(f"Herald did not come up within {timeout:g} s; see the logs above.")
+                break
+            time.sleep(0.5)
+        else:
+            self.stdout.write(self.banner(url))
+        if not exit:
+            threading.Event().wait()
+
+    def banner(self, url: str) -> str:
+        user = get_user_model().objects.filter(username="admin").first()
+        token = Token.objects.filter(user=user).first() if user else None
+        password = os.environ.get("HERALD_DEMO_PASSWORD", "herald-demo (unless you changed it)")
+        lines = [
+            "Herald is ready.",
+            f"  dashboard  {url}/admin/dashboard/   (user admin, password {password})",
+            f"  API        {url}/api/   docs {url}/api/docs/",
+            f"  API token  {token.key if token else '(run: python manage.py herald_demo)'}",
+            "  next       in a second terminal:  make receiver",
+            "             in a third: the walkthrough in README.md (TOKEN=the token above)",
+        ]
+        width = max(len(line) for line in lines) + 2
+        rule = "=" * width
+        return "\n".join([rule, *lines, rule])
