@@ -65,6 +65,29 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, paused: bool, erro
     return "waiting for its first attempt"
 
 
+def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> str:
+    """What an operator can do about it, if anything (the admin's buttons and the API's actions)."""
+    if outcome == Outcome.FILTERED_OUT:
+        return "none needed; change the subscription's filter policy if it should match such messages"
+    if outcome == Outcome.NOT_CONFIRMED:
+        if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
+            return "resend the confirmation request (the subscription's page); later messages are then delivered"
+        return "none: the subscription is confirmed now; later messages are delivered"
+    if outcome == Outcome.SUBSCRIBED_AFTER:
+        return "none: it receives messages published after it was created"
+    if delivery is None or delivery.status in (DeliveryStatus.SUCCEEDED, DeliveryStatus.IN_FLIGHT):
+        return ""
+    frozen = subscription.endpoint.state != "active"
+    if delivery.status == DeliveryStatus.PENDING:
+        if delivery.next_attempt_at is None:
+            return ("resume the subscription" if subscription.status == Subscription.Status.PAUSED
+                    else "enable the endpoint (its page)")
+        return "retry now (the delivery's page) once the endpoint is fixed"
+    if frozen:
+        return "enable the endpoint (its page), then redrive the dead letters (the subscription's page)"
+    return "redrive the dead letters (the subscription's page) or retry this one now (the delivery's page)"
+
+
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
     if outcome == Outcome.FILTERED_OUT:
         return "filtered out: " + explain(subscription.filter_policy, message.attributes, key)
@@ -96,6 +119,7 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
         recorded, key = skipped.get(subscription.id, (None, None))
         delivery = by_subscription.get(subscription.id)
         row = {"subscription": subscription.id, "endpoint": subscription.endpoint.url,
+               "endpoint_id": subscription.endpoint_id,
                "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state}
         if delivery is not None:
             paused = recorded == Outcome.PAUSED
@@ -105,6 +129,7 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
                        + _delivery_reason(delivery, subscription.endpoint.state,
                                           subscription.status == Subscription.Status.PAUSED, state["last_error"]),
                        delivery=state)
+            row["fix"] = fix(row["outcome"], delivery, subscription)
         else:
             if recorded in (Outcome.FILTERED_OUT, Outcome.NOT_CONFIRMED):
                 found = recorded
@@ -114,7 +139,8 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
                 found = Outcome.PENDING
             else:
                 found = Outcome.UNRECORDED
-            row.update(outcome=found, reason=_reason(found, subscription, message, key), delivery=None)
+            row.update(outcome=found, reason=_reason(found, subscription, message, key), delivery=None,
+                       fix=fix(found, None, subscription))
         if outcome is None or row["outcome"] == outcome:
             rows.append(row)
     return rows

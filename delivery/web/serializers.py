@@ -68,10 +68,12 @@ class FanoutDecisionSerializer(serializers.Serializer):
 
     subscription = serializers.IntegerField()
     endpoint = serializers.CharField()
+    endpoint_id = serializers.IntegerField()
     subscription_status = serializers.CharField(help_text="The subscription's status now.")
     endpoint_state = serializers.CharField(help_text="The endpoint's state now.")
     outcome = serializers.ChoiceField(choices=fanout_report.OUTCOMES)
     reason = serializers.CharField(help_text="The decision or the delivery's state, in words.")
+    fix = serializers.CharField(help_text="What an operator can do about it (empty when nothing is needed).")
     delivery = FanoutDeliverySerializer(allow_null=True)
 
 

@@ -70,6 +70,10 @@ def test_the_message_page_answers_for_every_subscription(api, receiver, redis_co
     waiting = by_id[unconfirmed["id"]]
     assert waiting["outcome"] == "not_confirmed" and waiting["delivery"] is None
     assert "awaiting confirmation" in waiting["reason"]
+    assert waiting["fix"].startswith("resend the confirmation request")
+    assert bad["fix"] == "retry now (the delivery's page) once the endpoint is fixed"
+    assert ok["fix"] == "" and out["fix"].startswith("none needed")
+    assert held["fix"] == "resume the subscription"
 
     assert by_id[later["id"]]["outcome"] == "subscribed_after_publish"
 
