@@ -17,7 +17,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny]),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny],
+                                                    template_name="herald/redoc.html"),
          name="api-redoc"),
     # The admin's "View site" and a bare `/` lead to the operator's dashboard (the login page first).
     path("", RedirectView.as_view(pattern_name="herald-dashboard", permanent=False), name="herald-home"),

@@ -195,3 +195,28 @@ def test_lists_fit_an_operator_screen(live_server, browser_page, shop):  # noqa:
             box = page.locator(f"th.{column}").bounding_box()
             assert box is not None and box["x"] + box["width"] <= 1280, (path, box)
     shot(page, "0-dashboard")
+
+
+def test_api_docs_render_with_the_network_off(live_server, browser_page):  # noqa: F811
+    """Swagger UI and ReDoc come from Herald's static files: with every request off 127.0.0.1 refused, both render
+    the API's operations. (ReDoc's bundle asks cdn.redoc.ly for its footer logo, and goes without it.)"""
+    page = browser_page
+    refused = []
+
+    def only_local(route):
+        if route.request.url.startswith(live_server.url):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    page.goto(f"{live_server.url}/api/docs/")
+    expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
+    expect(page.locator(".swagger-ui")).to_contain_text("/api/topics/{id}/publish/")
+    page.screenshot(path=str(ARTIFACTS / "api-docs-offline.png"))
+    assert refused == []
+    page.goto(f"{live_server.url}/api/redoc/")
+    expect(page.locator("body")).to_contain_text("Herald API")
+    expect(page.locator("body")).to_contain_text("/api/messages/{id}/fanout/")
+    assert [url for url in refused if not url.startswith("https://cdn.redoc.ly/redoc/logo")] == []

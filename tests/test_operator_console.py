@@ -146,6 +146,15 @@ def test_message_page_lists_every_subscription_with_its_outcome(admin_client, ap
     assert "delivered after 1 attempt(s)" in page
 
 
+def test_the_policy_preview_says_what_ends_the_schedule(api):
+    preview = api.post("/api/policies/preview/", {"delivery_policy": "event-grid"}, format="json").json()
+    assert preview["max_attempts"] == 30 and len(preview["schedule"]) == 11
+    assert preview["ends"] == ("ends after attempt 11 (of at most 30): attempt 12 would come after the time-to-live "
+                               "of 86400 s")
+    workfront = api.post("/api/policies/preview/", {"delivery_policy": "workfront"}, format="json").json()
+    assert workfront["ends"] == "ends after attempt 12: the maximum of 12 attempts"
+
+
 def test_root_and_view_site_lead_to_the_dashboard(client, admin_client):
     assert client.get("/").status_code == 302 and client.get("/").url == "/admin/dashboard/"
     assert admin_client.get("/", follow=True).redirect_chain[-1][0] == "/admin/dashboard/"
