@@ -78,9 +78,13 @@ def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
     return allowed, probes
 
 
-def throttled(ready: list, updates: dict, now) -> list:
-    """Keep what the subscriptions' throttles allow now; defer the rest to when a slot frees (not an attempt)."""
+def throttled(ready: list, updates: dict, now) -> tuple[list, dict[int, float]]:
+    """Keep what the subscriptions' throttles allow now; defer the rest to when a slot frees (not an attempt).
+    Returns the kept rows and, for the throttled ones, the monotonic time by which each send must start: a slot
+    counts from its grant, so a send that starts later (a loaded worker) could crowd the next second's sends at the
+    receiver; it is put back unsent instead."""
     by_subscription = defaultdict(list)
+    deadlines: dict[int, float] = {}
     for delivery, policy in ready:
         by_subscription[delivery.subscription_id].append((delivery, policy))
     allowed = []
@@ -89,11 +93,13 @@ def throttled(ready: list, updates: dict, now) -> list:
         if rate is None:
             allowed.extend(items)
             continue
+        asked = time.monotonic()  # no later than the grant
         granted, wait = throttle.acquire(subscription_id, rate, len(items), token=f"{items[0][0].id}:{now.timestamp()}")
         allowed.extend(items[:granted])
+        deadlines.update({delivery.id: asked + throttle.START_SLACK_SECONDS for delivery, _ in items[:granted]})
         for delivery, _ in items[granted:]:
             updates[delivery.id] = transitions.deferred(now + timedelta(seconds=max(wait, 0.001)))
-    return allowed
+    return allowed, deadlines
 
 
 def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
@@ -163,11 +169,14 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> 
     try:
         ready = prepare(claimed, updates, failed, label or AttemptQueue.DELIVERIES, now)
         ready, probes = gated(ready, updates, now)
-        ready = throttled(ready, updates, now)
+        ready, deadlines = throttled(ready, updates, now)
         for delivery, policy, number, request in build(ready, failed, label or AttemptQueue.DELIVERIES):
             queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
+            deadline = deadlines.get(delivery.id, start_by)
+            if start_by is not None and deadline is not None:
+                deadline = min(deadline, start_by)
             future = sender.submit(request, timeout=policy.timeout_seconds, key=delivery.endpoint_id,
-                                   start_by=start_by)
+                                   start_by=deadline)
             journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
             futures[future] = Sending(delivery, policy, number, request, queue)
         recording.record(claimed, failed, updates, probes)

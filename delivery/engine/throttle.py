@@ -29,9 +29,11 @@ if granted < wanted then
 end
 return {granted, wait}
 """
-# A slot is held slightly longer than a second so that requests still on their way when the window turns cannot
-# crowd into the next window at the receiver.
-WINDOW_SECONDS = 1.05
+# A slot is held slightly longer than a second, and a send must start within START_SLACK_SECONDS of its grant (else it
+# goes back unsent, not an attempt), so that two sends on the same slot start more than a second apart and a loaded
+# worker's late sends cannot crowd the next window at the receiver.
+WINDOW_SECONDS = 1.1
+START_SLACK_SECONDS = WINDOW_SECONDS - 1.0
 _script = None
 
 

@@ -182,6 +182,10 @@ class Transport:
                         raise
             except TimeoutError:
                 return None  # its endpoint stayed busy: not sent, so not an attempt
+            if start_by is not None and time.monotonic() > start_by:  # the loop itself got to it too late
+                self.slots.release()
+                entry[0].release()
+                return None
             try:
                 return await self._post(request, timeout)
             finally:

@@ -4,6 +4,7 @@
 These run on PostgreSQL with the rest of the suite and again on SQLite (tests/test_sqlite.py), the database
 `make run` uses, whose claim and write-back take their own code paths."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -82,11 +83,15 @@ def test_throttled_rows_are_deferred_not_attempted(api, receiver, redis_conn):
     claimed = leases.claim(list(Delivery.objects.values_list("id", flat=True)), now)
     updates: dict = {}
 
-    allowed = attempts.throttled([(d, subscription_policy(d.subscription)) for d in claimed], updates, now)
+    before = time.monotonic()
+    allowed, deadlines = attempts.throttled([(d, subscription_policy(d.subscription)) for d in claimed], updates, now)
 
     assert len(allowed) == 2 and len(updates) == 3
-    assert all(change["status"] == "pending" and now < change["next_attempt_at"] <= now + timedelta(seconds=1.1)
+    assert all(change["status"] == "pending" and now < change["next_attempt_at"] <= now + timedelta(seconds=1.15)
                for change in updates.values())
+    # The two granted sends must start within the slack after their grant, or go back unsent.
+    assert set(deadlines) == {d.id for d, _ in allowed}
+    assert all(before < deadline <= time.monotonic() + throttle.START_SLACK_SECONDS for deadline in deadlines.values())
 
 
 def test_record_writes_attempts_deliveries_and_endpoint_health_together(three):
