@@ -4,6 +4,7 @@ receiver prints each request whole (never interleaved) and verifies signatures w
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from rest_framework.authtoken.models import Token
 from delivery.models import Delivery
 from delivery.rules import signing
 from subscriptions.models import Subscription
-from tests.conftest import ROOT, wait_until
+from tests.conftest import ROOT, subprocess_env, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # base64 of 24 bytes
@@ -113,3 +114,17 @@ def test_check_names_what_is_wrong():
     assert signing.check([SECRET], headers["webhook-id"], "soon", headers["webhook-signature"], body,
                          now=now) == "webhook-timestamp 'soon' is not a number of seconds"
     assert signing.check([SECRET], *args[:3], b"{ }", now=now) == "no signature matches the secret(s)"
+
+
+def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, processes, django_user_model):
+    admin = django_user_model.objects.create_superuser("admin", password="x")
+    token = Token.objects.create(user=admin)
+    processes.worker()
+    banner = subprocess.run(
+        [sys.executable, "manage.py", "herald_banner", "--exit", "--url", live_server.url, "--timeout", "60"],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=90)
+    assert banner.returncode == 0, banner.stderr
+    lines = banner.stdout.splitlines()
+    assert lines[1] == "Herald is ready."
+    assert f"dashboard  {live_server.url}/admin/dashboard/" in banner.stdout
+    assert f"API token  {token.key}" in banner.stdout and "make receiver" in banner.stdout
