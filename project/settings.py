@@ -6,8 +6,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from delivery.conf import DEFAULTS, VERSION, from_environment  # Herald's settings and their defaults
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VERSION = "0.1.0"
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -145,7 +146,6 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "delivery.web.errors.api_exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"publish": os.environ.get("HERALD_PUBLISH_RATE", "6000/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Herald API",
@@ -176,50 +176,23 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", 
                       "KEY_PREFIX": "herald", "TIMEOUT": 300}}
 
 # --- Herald -----------------------------------------------------------------------------------
-HERALD_DEFAULT_DELIVERY_POLICY = os.environ.get("HERALD_DEFAULT_DELIVERY_POLICY", "workfront")
-HERALD_REQUIRE_CONFIRMATION = env_bool("HERALD_REQUIRE_CONFIRMATION", True)
-HERALD_MAX_PAYLOAD_BYTES = env_number("HERALD_MAX_PAYLOAD_BYTES", 262_144)
-HERALD_ALLOWED_NETWORKS = env_list("HERALD_ALLOWED_NETWORKS")
+# Every HERALD_* setting has its default in delivery/conf.py; the environment sets any of them (HERALD_<NAME>, typed
+# by the default: true/false, numbers, comma-separated lists).
+globals().update(from_environment(os.environ))
+_herald = {name: globals().get(f"HERALD_{name}", default) for name, default in DEFAULTS.items()}
 # A request body may carry the payload JSON-escaped (up to 6 bytes a character) plus its envelope; larger bodies
 # are answered 413 before they are parsed.
-DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 6 * HERALD_MAX_PAYLOAD_BYTES + 65_536)
-HERALD_DISABLE_FAILURE_RATE = env_number("HERALD_DISABLE_FAILURE_RATE", 0.70, float)
-HERALD_DISABLE_MIN_ATTEMPTS = env_number("HERALD_DISABLE_MIN_ATTEMPTS", 100)
-HERALD_DISABLE_CONSECUTIVE_FAILURES = env_number("HERALD_DISABLE_CONSECUTIVE_FAILURES", 2000)
-HERALD_FREEZE_CONSECUTIVE_FAILURES = env_number("HERALD_FREEZE_CONSECUTIVE_FAILURES", 2000)
-HERALD_FREEZE_SILENCE_SECONDS = env_number("HERALD_FREEZE_SILENCE_SECONDS", 259_200)
-HERALD_FREEZE_ABSOLUTE_FAILURES = env_number("HERALD_FREEZE_ABSOLUTE_FAILURES", 50_000)
-HERALD_PROBE_INTERVAL_SECONDS = env_number("HERALD_PROBE_INTERVAL_SECONDS", 600)
-HERALD_RATE_WINDOW_SECONDS = env_number("HERALD_RATE_WINDOW_SECONDS", 86_400)
-HERALD_DISPATCH_INTERVAL_SECONDS = env_number("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0, float)
-HERALD_ATTEMPT_RETENTION_DAYS = env_number("HERALD_ATTEMPT_RETENTION_DAYS", 30)
-HERALD_MESSAGE_RETENTION_DAYS = env_number("HERALD_MESSAGE_RETENTION_DAYS", 30)
-# Engine tuning (internal; documented in docs/architecture.md).
-HERALD_MAX_IN_FLIGHT = env_number("HERALD_MAX_IN_FLIGHT", 512)
-HERALD_MAX_IN_FLIGHT_PER_ENDPOINT = env_number("HERALD_MAX_IN_FLIGHT_PER_ENDPOINT", 32)
-HERALD_PUMP_SECONDS = env_number("HERALD_PUMP_SECONDS", 60, float)
-HERALD_PUMP_LINGER_SECONDS = env_number("HERALD_PUMP_LINGER_SECONDS", 1.0, float)
-HERALD_CA_BUNDLE = os.environ.get("HERALD_CA_BUNDLE", "")
-HERALD_SEND_START_WINDOW_SECONDS = env_number("HERALD_SEND_START_WINDOW_SECONDS", 10.0, float)
-HERALD_INLINE_FANOUT = env_number("HERALD_INLINE_FANOUT", 500)
-HERALD_LEASE_MARGIN_SECONDS = env_number("HERALD_LEASE_MARGIN_SECONDS", 30)
-HERALD_RECONCILE_AFTER_SECONDS = env_number("HERALD_RECONCILE_AFTER_SECONDS", 60)
-HERALD_RECONCILE_INTERVAL_SECONDS = env_number("HERALD_RECONCILE_INTERVAL_SECONDS", 5.0, float)
-HERALD_JOB_TIMEOUT_SECONDS = env_number("HERALD_JOB_TIMEOUT_SECONDS", 900)
-HERALD_PUBLIC_URL = os.environ.get("HERALD_PUBLIC_URL", "http://127.0.0.1:8000")
-HERALD_METRICS_TOKEN = os.environ.get("HERALD_METRICS_TOKEN", "")
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 6 * _herald["MAX_PAYLOAD_BYTES"] + 65_536)
 
 # HERALD_LOG_FORMAT=json: one JSON object per line (attempt lines carry their fields at the top level).
 # RQ's own per-job lines ("Job OK") are off unless RQ_LOG_LEVEL=INFO: each attempt has its own line instead.
-HERALD_LOG_FORMAT = os.environ.get("HERALD_LOG_FORMAT", "text")
-HERALD_RQ_LOG_LEVEL = os.environ.get("RQ_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
                    "json": {"()": "project.logformat.JSONFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler",
-                             "formatter": "json" if HERALD_LOG_FORMAT == "json" else "plain"}},
+                             "formatter": "json" if _herald["LOG_FORMAT"] == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"rq.worker": {"level": HERALD_RQ_LOG_LEVEL}},
+    "loggers": {"rq.worker": {"level": _herald["RQ_LOG_LEVEL"]}},
 }

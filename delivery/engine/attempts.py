@@ -17,10 +17,10 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
+from delivery.conf import VERSION, herald
 from delivery.engine import health, journal, leases, recording, throttle, transitions
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
@@ -54,7 +54,7 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         raw=subscription.raw_message_delivery,
         secrets=subscription.signing_secrets(timezone.now()),
         content_type=policy.content_type,
-        user_agent=f"Herald/{settings.VERSION}",
+        user_agent=f"Herald/{VERSION}",
     )
 
 
@@ -255,7 +255,7 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
     When the database itself went away (a restart, a failover), the broken connection is dropped and recording is
     tried again for a few seconds, well within the lease: a send that reached its endpoint is then recorded rather
     than repeated after the lease runs out."""
-    wait(list(futures), timeout=settings.HERALD_SEND_START_WINDOW_SECONDS + MAX_TIMEOUT_SECONDS)
+    wait(list(futures), timeout=herald.SEND_START_WINDOW_SECONDS + MAX_TIMEOUT_SECONDS)
     tries = list(tries)
     for future, sending in futures.items():
         result = future.result() if future.done() and not future.cancelled() else None

@@ -13,11 +13,11 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 import django_rq
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from delivery.conf import VERSION, herald
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
 from delivery.rules.vocabulary import AttemptQueue
@@ -34,7 +34,7 @@ def token_hash(token: str) -> str:
 
 
 def confirm_url(token: str) -> str:
-    return f"{settings.HERALD_PUBLIC_URL.rstrip('/')}/api/subscriptions/confirm/?{urlencode({'token': token})}"
+    return f"{herald.PUBLIC_URL.rstrip('/')}/api/subscriptions/confirm/?{urlencode({'token': token})}"
 
 
 def current_token(subscription: Subscription) -> str:
@@ -87,7 +87,7 @@ def send_confirmation_request(subscription_id: int) -> str:
         published_at=timezone.now(), payload={"subscription_id": subscription.id, "token": token,
                                               "confirm_url": confirm_url(token)},
         payload_is_text=False, subscription_id=subscription.id, url=subscription.endpoint.url, raw=False,
-        secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{settings.VERSION}",
+        secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{VERSION}",
     )
     result = sender.send(wire.build_request(envelope, attempt_number=1, now=timezone.now()), timeout=30)
     if not result.ok:

@@ -4,15 +4,14 @@ import json
 import logging
 from functools import lru_cache
 
-from django.conf import settings
-
+from delivery.conf import herald
 from delivery.rules import policy
 
 log = logging.getLogger(__name__)
 
 
 def system_default():
-    raw = settings.HERALD_DEFAULT_DELIVERY_POLICY
+    raw = herald.DEFAULT_DELIVERY_POLICY
     raw = raw.strip() if isinstance(raw, str) else raw
     if isinstance(raw, str) and raw.startswith("{"):
         return json.loads(raw)

@@ -13,10 +13,10 @@ whose job was lost (Redis flushed) is found by the reconciler through `fanout_pe
 import logging
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine import redis_link, transitions
 from delivery.engine.queues import DELIVERIES, want_pump
 from delivery.models import Delivery, Message
@@ -82,7 +82,7 @@ def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery
 def enqueue_fan_out(message_id) -> None:
     try:
         redis_link.queue(AttemptQueue.DELIVERIES).enqueue(fan_out, str(message_id), result_ttl=0,
-                                                  job_timeout=settings.HERALD_JOB_TIMEOUT_SECONDS)
+                                                  job_timeout=herald.JOB_TIMEOUT_SECONDS)
     except Exception:  # Redis down: the reconciler finds the message by fanout_pending
         log.exception("could not enqueue the fan-out of message %s; the reconciler will retry", message_id)
 
@@ -103,7 +103,7 @@ def fan_out(message_id: str) -> int:
 
 def requeue_lost_fan_outs(now=None) -> int:
     now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.HERALD_RECONCILE_AFTER_SECONDS)
+    stale = now - timedelta(seconds=herald.RECONCILE_AFTER_SECONDS)
     lost = list(Message.objects.filter(fanout_pending=True, published_at__lt=stale).values_list("id", flat=True)[:100])
     for message_id in lost:
         enqueue_fan_out(message_id)

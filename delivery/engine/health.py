@@ -7,11 +7,11 @@ crossed record one transition, not two.
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine import transitions
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery
@@ -23,17 +23,17 @@ WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the defa
 
 def thresholds() -> circuit.Thresholds:
     return circuit.Thresholds(
-        disable_failure_rate=settings.HERALD_DISABLE_FAILURE_RATE,
-        disable_min_attempts=settings.HERALD_DISABLE_MIN_ATTEMPTS,
-        disable_consecutive_failures=settings.HERALD_DISABLE_CONSECUTIVE_FAILURES,
-        freeze_consecutive_failures=settings.HERALD_FREEZE_CONSECUTIVE_FAILURES,
-        freeze_silence_seconds=settings.HERALD_FREEZE_SILENCE_SECONDS,
-        freeze_absolute_failures=settings.HERALD_FREEZE_ABSOLUTE_FAILURES,
+        disable_failure_rate=herald.DISABLE_FAILURE_RATE,
+        disable_min_attempts=herald.DISABLE_MIN_ATTEMPTS,
+        disable_consecutive_failures=herald.DISABLE_CONSECUTIVE_FAILURES,
+        freeze_consecutive_failures=herald.FREEZE_CONSECUTIVE_FAILURES,
+        freeze_silence_seconds=herald.FREEZE_SILENCE_SECONDS,
+        freeze_absolute_failures=herald.FREEZE_ABSOLUTE_FAILURES,
     )
 
 
 def bucket_seconds() -> int:
-    return max(1, settings.HERALD_RATE_WINDOW_SECONDS // WINDOW_BUCKETS)
+    return max(1, herald.RATE_WINDOW_SECONDS // WINDOW_BUCKETS)
 
 
 def _add_to_window(endpoint_id: int, attempts: int, failures: int, now) -> None:
@@ -50,7 +50,7 @@ def _add_to_window(endpoint_id: int, attempts: int, failures: int, now) -> None:
 
 
 def window_totals(endpoint_id: int, now) -> tuple[int, int]:
-    start = int(now.timestamp()) - settings.HERALD_RATE_WINDOW_SECONDS
+    start = int(now.timestamp()) - herald.RATE_WINDOW_SECONDS
     totals = EndpointWindowBucket.objects.filter(endpoint_id=endpoint_id, bucket__gt=start).aggregate(
         attempts=Sum("attempts"), failures=Sum("failures"))
     return totals["attempts"] or 0, totals["failures"] or 0
@@ -93,7 +93,7 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
     now = now or timezone.now()
     from_state = endpoint.state
     changes = {"state": to_state, "state_changed_at": now, "state_reason": reason[:255],
-               "next_probe_at": now + timedelta(seconds=settings.HERALD_PROBE_INTERVAL_SECONDS)
+               "next_probe_at": now + timedelta(seconds=herald.PROBE_INTERVAL_SECONDS)
                if to_state == circuit.DISABLED else None}
     if reset:
         changes.update(consecutive_failures=0, window_attempts=0, window_failures=0)
@@ -141,7 +141,7 @@ def release_stranded(now=None) -> int:
 
 def take_probe_slot(endpoint_id: int, now) -> bool:
     """At most one probe per disabled endpoint per interval, across all workers."""
-    interval = timedelta(seconds=settings.HERALD_PROBE_INTERVAL_SECONDS)
+    interval = timedelta(seconds=herald.PROBE_INTERVAL_SECONDS)
     return bool(Endpoint.objects.filter(id=endpoint_id, state=circuit.DISABLED, next_probe_at__lte=now)
                 .update(next_probe_at=now + interval))
 

@@ -7,10 +7,10 @@ whose lease expired (it was too slow, or its worker died and the reconciler move
 from collections import Counter
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
+from delivery.conf import herald
 from delivery.engine import transitions
 from delivery.engine.effective import subscription_policy
 from delivery.models import Delivery
@@ -55,7 +55,7 @@ def _claim(candidates, now) -> list[Delivery]:
     if not candidates:
         return []
     longest = max(subscription_policy(d.subscription).timeout_seconds for d in candidates)
-    window, margin = settings.HERALD_SEND_START_WINDOW_SECONDS, settings.HERALD_LEASE_MARGIN_SECONDS
+    window, margin = herald.SEND_START_WINDOW_SECONDS, herald.LEASE_MARGIN_SECONDS
     lease = now + timedelta(seconds=window + longest + margin)
     locked = _lease([d.id for d in candidates], now, lease)
     claimed = sorted((d for d in candidates if d.id in locked), key=lambda d: d.id)

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine import fanout
 from delivery.engine.errors import ApplicationError
 from delivery.engine.queues import pump_after_commit
@@ -45,7 +45,7 @@ def message_publish(
     try:
         with transaction.atomic():
             chosen, skipped = fanout.decide(fanout.topic_subscriptions(topic.id), attributes)
-            large = len(chosen) > settings.HERALD_INLINE_FANOUT
+            large = len(chosen) > herald.INLINE_FANOUT
             message = Message.objects.create(
                 topic=topic, payload=payload, payload_is_text=payload_is_text, event_type=event_type,
                 subject=subject, attributes=attributes, published_at=timezone.now(),
@@ -93,7 +93,7 @@ def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[M
             messages, chosen_for = [], []
             for _, entry in plain:
                 chosen, skipped = fanout.decide(subscriptions, entry.attributes)
-                large = len(chosen) > settings.HERALD_INLINE_FANOUT
+                large = len(chosen) > herald.INLINE_FANOUT
                 messages.append(Message(
                     topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
                     event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes,

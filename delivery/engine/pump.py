@@ -18,9 +18,9 @@ import threading
 import time
 from collections import Counter
 
-from django.conf import settings
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine import attempts, journal, leases, queues
 from delivery.transport import sender
 
@@ -37,8 +37,8 @@ def run(queue_name: str) -> int:
     """Deliver until nothing is due and nothing is in flight; returns how many requests were sent."""
     queues.pump_started(queue_name)
     transport = sender.transport()
-    per_endpoint = settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT
-    claim_until = time.monotonic() + settings.HERALD_PUMP_SECONDS
+    per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
+    claim_until = time.monotonic() + herald.PUMP_SECONDS
     futures: dict = {}
     probes: set[int] = set()
     sent = 0
@@ -93,7 +93,7 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
     if claimed:
         started, started_probes = attempts.start(claimed, None, now,
-                                                 start_by=time.monotonic() + settings.HERALD_SEND_START_WINDOW_SECONDS)
+                                                 start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)
         futures.update(started)
         probes |= started_probes
     return len(claimed), bool(claimed) or more
@@ -102,7 +102,7 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
 def linger(queue_name: str, seen: int) -> int:
     """Wait up to HERALD_PUMP_LINGER_SECONDS for new work to be announced; returns the work sequence (`seen` if
     nothing new came)."""
-    until = time.monotonic() + settings.HERALD_PUMP_LINGER_SECONDS
+    until = time.monotonic() + herald.PUMP_LINGER_SECONDS
     while time.monotonic() < until and not stopping.is_set():
         latest = queues.work_sequence(queue_name)
         if latest != seen:

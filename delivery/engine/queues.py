@@ -11,9 +11,9 @@ worker killed before starting one) cost nothing: the flag expires and the schedu
 
 import logging
 
-from django.conf import settings
 from django.db import transaction
 
+from delivery.conf import herald
 from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
@@ -37,7 +37,7 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
             _, queued_now = pipe.execute()
         if not queued_now:
             return False  # one is waiting already
-        queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=settings.HERALD_JOB_TIMEOUT_SECONDS,
+        queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=herald.JOB_TIMEOUT_SECONDS,
                            result_ttl=0, failure_ttl=86400)
         return True
     except Exception:
@@ -72,7 +72,7 @@ def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
     def push():
         try:
             redis_link.queue(DELIVERIES).enqueue_call(
-                DELIVER_JOB, args=(delivery_ids, str(label)), timeout=settings.HERALD_JOB_TIMEOUT_SECONDS,
+                DELIVER_JOB, args=(delivery_ids, str(label)), timeout=herald.JOB_TIMEOUT_SECONDS,
                 result_ttl=0, failure_ttl=86400)
         except Exception:
             log.warning("could not queue deliveries %s; the next pump sends them", delivery_ids, exc_info=True)

@@ -2,9 +2,9 @@
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.models import Attempt, Delivery, Message
 
 BATCH = 1000
@@ -22,8 +22,8 @@ def _purge_in_batches(queryset) -> int:
 
 def purge(now=None) -> dict:
     now = now or timezone.now()
-    attempt_cutoff = now - timedelta(days=settings.HERALD_ATTEMPT_RETENTION_DAYS)
-    message_cutoff = now - timedelta(days=settings.HERALD_MESSAGE_RETENTION_DAYS)
+    attempt_cutoff = now - timedelta(days=herald.ATTEMPT_RETENTION_DAYS)
+    message_cutoff = now - timedelta(days=herald.MESSAGE_RETENTION_DAYS)
     attempts = _purge_in_batches(Attempt.objects.filter(started_at__lt=attempt_cutoff))
     deliveries = _purge_in_batches(
         Delivery.objects.filter(status__in=Delivery.TERMINAL, finished_at__lt=message_cutoff)

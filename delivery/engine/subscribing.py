@@ -3,10 +3,10 @@
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
@@ -65,7 +65,7 @@ def endpoint_for(*, owner, url: str) -> Endpoint:
     except InvalidURL as exc:
         raise ApplicationError(str(exc), field="endpoint") from None
     parts = urlsplit(normalized)
-    allowed = ssrf.parse_networks(tuple(settings.HERALD_ALLOWED_NETWORKS))
+    allowed = ssrf.parse_networks(tuple(herald.ALLOWED_NETWORKS))
     refusal = ssrf.subscribe_time_refusal(parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], allowed)
     if refusal:
         raise ApplicationError(refusal, field="endpoint")
@@ -96,7 +96,7 @@ def subscription_create(
                     f"different {' and '.join(different)}; change it with PATCH /api/subscriptions/{existing.id}/.",
                     field="endpoint", status_code=409)
             return existing, None
-        confirmed = not settings.HERALD_REQUIRE_CONFIRMATION
+        confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
             endpoint=health,

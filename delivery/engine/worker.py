@@ -13,12 +13,12 @@ import logging
 import time
 from uuid import uuid4
 
-from django.conf import settings
 from django.db import close_old_connections
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.worker import SimpleWorker
 
+from delivery.conf import herald
 from delivery.engine import pump
 
 log = logging.getLogger("herald.worker")
@@ -54,7 +54,7 @@ class HeraldWorker(SimpleWorker):
 
     def work(self, burst: bool = False, *args, max_jobs: int | None = None, **kwargs) -> bool:
         self._max_jobs = max_jobs
-        kwargs["logging_level"] = settings.HERALD_RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
+        kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
 
         worked = False
         while True:

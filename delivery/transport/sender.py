@@ -24,8 +24,8 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 import aiohttp
-from django.conf import settings
 
+from delivery.conf import herald
 from delivery.rules.storable import clean_headers, clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
@@ -60,7 +60,7 @@ class SendResult:
 
 
 def allowed_networks() -> tuple:
-    return parse_networks(tuple(settings.HERALD_ALLOWED_NETWORKS))
+    return parse_networks(tuple(herald.ALLOWED_NETWORKS))
 
 
 @lru_cache(maxsize=4)
@@ -70,7 +70,7 @@ def _ssl_context(ca_bundle: str) -> ssl.SSLContext:
 
 def ssl_context() -> ssl.SSLContext:
     """The system's trust store, or HERALD_CA_BUNDLE's certificates (for endpoints under a private CA)."""
-    return _ssl_context(settings.HERALD_CA_BUNDLE)
+    return _ssl_context(herald.CA_BUNDLE)
 
 
 def status_class(status: int) -> str:
@@ -252,8 +252,8 @@ def transport() -> Transport:
     if _transport is None:
         with _transport_lock:
             if _transport is None:
-                _transport = Transport(max_in_flight=settings.HERALD_MAX_IN_FLIGHT,
-                                       per_endpoint=settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT)
+                _transport = Transport(max_in_flight=herald.MAX_IN_FLIGHT,
+                                       per_endpoint=herald.MAX_IN_FLIGHT_PER_ENDPOINT)
     return _transport
 
 

@@ -8,13 +8,13 @@ Enabled by setting HERALD_METRICS_TOKEN; scrapers send it as `Authorization: Bea
 import hmac
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from delivery.conf import herald
 from delivery.models import Attempt
 from delivery.web import selectors
 
@@ -61,7 +61,7 @@ class HeraldCollector:
 
 
 def metrics(request):
-    token = settings.HERALD_METRICS_TOKEN
+    token = herald.METRICS_TOKEN
     if not token:
         raise Http404("metrics are disabled; set HERALD_METRICS_TOKEN")
     given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()

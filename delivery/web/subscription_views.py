@@ -1,4 +1,3 @@
-from django.conf import settings
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -7,6 +6,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from delivery.conf import herald
 from delivery.engine import health, recovery, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
 from delivery.engine.errors import ApplicationError
@@ -45,7 +45,7 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
     valid = serializer.validated_data
     is_text = "message" in data
     payload = valid["message"] if is_text else valid["payload"]
-    limit = settings.HERALD_MAX_PAYLOAD_BYTES
+    limit = herald.MAX_PAYLOAD_BYTES
     size = len(payload_bytes(payload, is_text))
     if size > limit:
         raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
@@ -97,7 +97,7 @@ class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle], serializer_class=PublishSerializer)
     def publish(self, request, pk=None):
         topic = self.owned_object()
-        limit = settings.HERALD_MAX_PAYLOAD_BYTES
+        limit = herald.MAX_PAYLOAD_BYTES
         if len(request.body) > 2 * limit + 65536:
             raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
         key = request.headers.get("Idempotency-Key") or None

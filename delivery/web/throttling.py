@@ -1,4 +1,5 @@
-"""The per-user publish rate (HERALD_PUBLISH_RATE, e.g. "6000/min"), shared by every web process.
+"""The per-user publish rate (HERALD_PUBLISH_RATE, e.g. "6000/min", or REST_FRAMEWORK's DEFAULT_THROTTLE_RATES
+["publish"] where a project sets it), shared by every web process.
 
 A fixed-window counter in Redis: one INCR and EXPIRE in one round trip, the same cost at any rate. (DRF's
 `UserRateThrottle` keeps every request's time in a pickled list it reads and rewrites whole on each request: at
@@ -11,6 +12,7 @@ import time
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
+from delivery.conf import herald
 from delivery.engine import redis_link
 
 KEY = "herald:publish-rate:{user}:{window}"
@@ -18,10 +20,10 @@ KEY = "herald:publish-rate:{user}:{window}"
 
 class PublishRateThrottle(BaseThrottle):
     scope = "publish"
-    rate: str | None = None  # None: DEFAULT_THROTTLE_RATES["publish"]
+    rate: str | None = None  # None: DEFAULT_THROTTLE_RATES["publish"], else HERALD_PUBLISH_RATE
 
     def allow_request(self, request, view) -> bool:
-        rate = self.rate or api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+        rate = self.rate or api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or herald.PUBLISH_RATE
         limit, period = SimpleRateThrottle.parse_rate(None, rate)
         now = time.time()
         key = KEY.format(user=request.user.pk, window=int(now // period))

@@ -8,10 +8,10 @@ import logging
 import signal
 import time
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from delivery.conf import herald
 from delivery.engine import dispatch, retention
 
 log = logging.getLogger("herald.cron")
@@ -26,14 +26,14 @@ class Command(BaseCommand):
     def handle(self, *args, once=False, **options):
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-        interval = settings.HERALD_DISPATCH_INTERVAL_SECONDS
+        interval = herald.DISPATCH_INTERVAL_SECONDS
         last_reconcile = last_retention = 0.0
         self.stdout.write(f"herald cron: dispatching every ≤{interval}s")
         while not stopping:
             try:
                 close_old_connections()
                 dispatch.dispatch_due()
-                if time.monotonic() - last_reconcile >= settings.HERALD_RECONCILE_INTERVAL_SECONDS or once:
+                if time.monotonic() - last_reconcile >= herald.RECONCILE_INTERVAL_SECONDS or once:
                     dispatch.reconcile()
                     last_reconcile = time.monotonic()
                 if time.monotonic() - last_retention >= 3600 or once:

@@ -1,0 +1,102 @@
+"""Herald's settings, each with its default, in one place. Read lazily: `herald.REQUIRE_CONFIRMATION` looks up
+`settings.HERALD_REQUIRE_CONFIRMATION` at the moment it is used and falls back to the default here, so a host
+project sets only what it changes, and test overrides apply at once.
+
+`from_environment(os.environ)` reads `HERALD_*` variables into settings (typed by their defaults); Herald's own
+settings module uses it, and a host project may too."""
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
+
+VERSION = "0.1.0"
+
+DEFAULTS: dict[str, object] = {
+    # Delivery policy for subscriptions and topics without their own: a preset name or a policy's JSON.
+    "DEFAULT_DELIVERY_POLICY": "workfront",
+    # New subscriptions must confirm their endpoint (the handshake) before anything is delivered to it.
+    "REQUIRE_CONFIRMATION": True,
+    "MAX_PAYLOAD_BYTES": 262_144,
+    # Networks deliveries may reach besides public addresses (e.g. "10.0.0.0/8"); private ones are refused.
+    "ALLOWED_NETWORKS": [],
+    # Endpoint health: disable above this failure rate over the window (with enough attempts), freeze after these.
+    "DISABLE_FAILURE_RATE": 0.70,
+    "DISABLE_MIN_ATTEMPTS": 100,
+    "DISABLE_CONSECUTIVE_FAILURES": 2000,
+    "FREEZE_CONSECUTIVE_FAILURES": 2000,
+    "FREEZE_SILENCE_SECONDS": 259_200,
+    "FREEZE_ABSOLUTE_FAILURES": 50_000,
+    "PROBE_INTERVAL_SECONDS": 600,
+    "RATE_WINDOW_SECONDS": 86_400,
+    "DISPATCH_INTERVAL_SECONDS": 1.0,
+    "ATTEMPT_RETENTION_DAYS": 30,
+    "MESSAGE_RETENTION_DAYS": 30,
+    # Engine tuning (docs/architecture.md).
+    "MAX_IN_FLIGHT": 512,
+    "MAX_IN_FLIGHT_PER_ENDPOINT": 32,
+    "PUMP_SECONDS": 60.0,
+    "PUMP_LINGER_SECONDS": 1.0,
+    "CA_BUNDLE": "",
+    "SEND_START_WINDOW_SECONDS": 10.0,
+    "INLINE_FANOUT": 500,
+    "LEASE_MARGIN_SECONDS": 30,
+    "RECONCILE_AFTER_SECONDS": 60,
+    "RECONCILE_INTERVAL_SECONDS": 5.0,
+    "JOB_TIMEOUT_SECONDS": 900,
+    # Where Herald's API is reachable from outside (confirmation links).
+    "PUBLIC_URL": "http://127.0.0.1:8000",
+    # Bearer token for GET /metrics (Prometheus); empty: the endpoint is off.
+    "METRICS_TOKEN": "",
+    "LOG_FORMAT": "text",
+    "RQ_LOG_LEVEL": "WARNING",
+    # Publishes per minute per user through the API (DRF rate syntax).
+    "PUBLISH_RATE": "6000/min",
+    # Herald's own events (endpoint disabled, frozen, recovered; delivery dead-lettered) go to this topic of
+    # OPERATIONAL_EVENTS_OWNER's, when both are set (docs/embedding.md).
+    "OPERATIONAL_EVENTS_TOPIC": "",
+    "OPERATIONAL_EVENTS_OWNER": "",
+    # publish(topic="name") creates a missing topic (for that owner) instead of raising.
+    "CREATE_TOPICS_ON_PUBLISH": False,
+}
+# Environment variables whose name is not HERALD_ + the setting's.
+ENVIRONMENT_NAMES = {"RQ_LOG_LEVEL": "RQ_LOG_LEVEL"}
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+class HeraldSettings:
+    """`herald.NAME`: `settings.HERALD_NAME` if the project sets it, else the default."""
+
+    def __getattr__(self, name: str):
+        if name not in DEFAULTS:
+            raise AttributeError(f"Herald has no setting {name!r}")
+        return getattr(django_settings, f"HERALD_{name}", DEFAULTS[name])
+
+
+herald = HeraldSettings()
+
+
+def parse(name: str, raw: str):
+    """An environment variable's text as the type of the setting's default."""
+    default = DEFAULTS[name]
+    if isinstance(default, bool):
+        value = raw.strip().lower()
+        if value in TRUE | FALSE:
+            return value in TRUE
+        raise ImproperlyConfigured(f"HERALD_{name} must be true or false, not {raw!r}")
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(raw)
+        except ValueError:
+            raise ImproperlyConfigured(f"HERALD_{name} must be a number, not {raw!r}") from None
+    if isinstance(default, list):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+def from_environment(environ) -> dict[str, object]:
+    """{"HERALD_NAME": value} for every Herald setting set (non-empty) in `environ`."""
+    found = {}
+    for name in DEFAULTS:
+        raw = environ.get(ENVIRONMENT_NAMES.get(name, f"HERALD_{name}"))
+        if raw not in (None, ""):
+            found[f"HERALD_{name}"] = parse(name, raw)
+    return found
