@@ -17,7 +17,7 @@ def test_every_page_renders(admin_client, traffic):
     topic, subscription = traffic
     delivery = Delivery.objects.get(status="dead_lettered")
     attempt = Attempt.objects.filter(delivery=delivery).first()
-    pages = ["/admin/", "/admin/dashboard/", "/admin/dashboard/?span=1h"]
+    pages = ["/admin/", "/dashboard/", "/dashboard/?span=1h"]
     for model in ["subscriptions/topic", "subscriptions/subscription", "subscriptions/endpoint",
                   "delivery/message", "delivery/delivery", "delivery/attempt"]:
         pages += [f"/admin/{model}/", f"/admin/{model}/?q=console"]
@@ -50,7 +50,7 @@ def test_policy_fields_show_the_schedule_they_produce(admin_client, traffic):
 def test_dashboard_shows_failures_states_dead_letters_and_queues(admin_client, traffic, processes, redis_conn):
     processes.worker()
     wait_until(lambda: Worker.all(connection=redis_conn))
-    page = admin_client.get("/admin/dashboard/").content.decode()
+    page = admin_client.get("/dashboard/").content.decode()
     dead = Delivery.objects.get(status="dead_lettered")
     assert f'href="/admin/delivery/delivery/{dead.id}/change/"' in page  # the failed delivery is one click away
     text = " ".join(re.sub(r"<[^>]+>", " ", page).split())

@@ -106,7 +106,7 @@ def test_operator_finds_a_failure_unfreezes_and_redrives(live_server, browser_pa
     delivered = [r for r in receiver.requests if r.json()["data"] == {"order": 1}]
     assert len(delivered) == 2  # the 410 attempt, then the redriven one
 
-    page.goto(f"{live_server.url}/admin/dashboard/")
+    page.goto(f"{live_server.url}/dashboard/")
     expect(page.locator("#dead-letters .herald-stat")).to_have_text("0")
     page.goto(f"{live_server.url}/admin/delivery/delivery/?status__exact=succeeded")
     expect(page.locator("#result_list")).to_contain_text(re.compile("Succeeded", re.I))

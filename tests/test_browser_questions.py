@@ -76,7 +76,7 @@ def shop(api, user, receiver, processes, settings):
 def ask(page, live_server, shop, name):
     """From the dashboard to the message's row for subscription `name`: returns the row."""
     page.set_viewport_size({"width": WIDTH, "height": 900})
-    page.goto(f"{live_server.url}/admin/dashboard/")
+    page.goto(f"{live_server.url}/dashboard/")
     if page.locator("#id_username").count():  # the login page first
         page.fill("#id_username", "alice")
         page.fill("#id_password", "pw-operator-1")
@@ -188,7 +188,7 @@ def test_lists_fit_an_operator_screen(live_server, browser_page, shop):  # noqa:
     ask(page, live_server, shop, "ok")
     page.set_viewport_size({"width": 1280, "height": 900})
     for path, column in (("/admin/delivery/delivery/", "column-status_badge"),
-                         ("/admin/delivery/attempt/", "column-outcome"), ("/admin/dashboard/", None)):
+                         ("/admin/delivery/attempt/", "column-outcome"), ("/dashboard/", None)):
         page.goto(live_server.url + path)
         no_horizontal_scroll(page)
         if column:

@@ -126,5 +126,5 @@ def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, p
     assert banner.returncode == 0, banner.stderr
     lines = banner.stdout.splitlines()
     assert lines[1] == "Herald is ready."
-    assert f"dashboard  {live_server.url}/admin/dashboard/" in banner.stdout
+    assert f"dashboard  {live_server.url}/dashboard/" in banner.stdout
     assert f"API token  {token.key}" in banner.stdout and "make receiver" in banner.stdout

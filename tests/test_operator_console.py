@@ -156,8 +156,8 @@ def test_the_policy_preview_says_what_ends_the_schedule(api):
 
 
 def test_root_and_view_site_lead_to_the_dashboard(client, admin_client):
-    assert client.get("/").status_code == 302 and client.get("/").url == "/admin/dashboard/"
-    assert admin_client.get("/", follow=True).redirect_chain[-1][0] == "/admin/dashboard/"
+    assert client.get("/").status_code == 302 and client.get("/").url == "/dashboard/"
+    assert admin_client.get("/", follow=True).redirect_chain[-1][0] == "/dashboard/"
 
 
 def test_api_docs_are_served_from_static_files(client):

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 import django_rq
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -34,7 +35,8 @@ def token_hash(token: str) -> str:
 
 
 def confirm_url(token: str) -> str:
-    return f"{herald.PUBLIC_URL.rstrip('/')}/api/subscriptions/confirm/?{urlencode({'token': token})}"
+    path = reverse("herald:subscription-confirm-by-link")
+    return f"{herald.PUBLIC_URL.rstrip('/')}{path}?{urlencode({'token': token})}"
 
 
 def current_token(subscription: Subscription) -> str:

@@ -269,8 +269,8 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response({"detail": "A new confirmation request is on its way."}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(parameters=[OpenApiParameter("token", str, required=True)], responses={200: None})
-    @action(detail=False, methods=["get"], url_path="confirm", permission_classes=[AllowAny],
-            authentication_classes=[])
+    @action(detail=False, methods=["get"], url_path="confirm", url_name="confirm-by-link",
+            permission_classes=[AllowAny], authentication_classes=[])
     def confirm_by_link(self, request):
         subscription = subscription_confirm(token=request.query_params.get("token", ""))
         return Response({"detail": "Subscription confirmed.", "subscription_id": subscription.id})

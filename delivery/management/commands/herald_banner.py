@@ -10,6 +10,7 @@ import urllib.request
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rq import Worker
 
@@ -44,7 +45,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, url, timeout, exit, **options):
         deadline = time.monotonic() + timeout
-        while not (web_answers(f"{url}/api/") and worker_listening()):
+        while not (web_answers(url + reverse("herald:api-root")) and worker_listening()):
             if time.monotonic() > deadline:
                 self.stderr.write(f"Herald did not come up within {timeout:g} s; see the logs above.")
                 break
@@ -60,8 +61,8 @@ class Command(BaseCommand):
         password = os.environ.get("HERALD_DEMO_PASSWORD", "herald-demo (unless you changed it)")
         lines = [
             "Herald is ready.",
-            f"  dashboard  {url}/admin/dashboard/   (user admin, password {password})",
-            f"  API        {url}/api/   docs {url}/api/docs/",
+            f"  dashboard  {url}{reverse('herald:dashboard')}   (user admin, password {password})",
+            f"  API        {url}{reverse('herald:api-root')}   docs {url}{reverse('herald:api-docs')}",
             f"  API token  {token.key if token else '(run: python manage.py herald_demo)'}",
             "  next       in a second terminal:  make receiver",
             "             in a third: the walkthrough in README.md (TOKEN=the token above)",
