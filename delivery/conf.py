@@ -54,7 +54,8 @@ DEFAULTS: dict[str, object] = {
     # OPERATIONAL_EVENTS_OWNER's, when both are set (docs/embedding.md).
     "OPERATIONAL_EVENTS_TOPIC": "",
     "OPERATIONAL_EVENTS_OWNER": "",
-    # publish(topic="name") creates a missing topic (for that owner) instead of raising.
+    # publish("name", …) from code: whose topic of that name (a username), and whether a missing one is created.
+    "PUBLISH_OWNER": "",
     "CREATE_TOPICS_ON_PUBLISH": False,
 }
 # Environment variables whose name is not HERALD_ + the setting's.

@@ -6,7 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from delivery.conf import DEFAULTS, VERSION, from_environment  # Herald's settings and their defaults
+from delivery.conf import DEFAULTS, from_environment  # Herald's settings and their defaults
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -147,21 +147,6 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "delivery.web.errors.api_exception_handler",
 }
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Herald API",
-    "DESCRIPTION": "Publish events to topics; Herald delivers them to every subscriber's webhook.",
-    "VERSION": VERSION,
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {
-        "DeliveryStatusEnum": "delivery.models.Delivery.Status",
-        "SubscriptionStatusEnum": "subscriptions.models.Subscription.Status",
-    },
-}
-
 # --- Redis and RQ -----------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ_QUEUES = {

@@ -18,6 +18,7 @@ from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from delivery import signals
 from delivery.engine import journal, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
@@ -69,12 +70,15 @@ def release_expired_leases(now=None) -> int:
             .select_related("message", "subscription__topic", "endpoint")
             .order_by("lease_until")[:BATCH]
         )
-        attempts = []
+        attempts, finished = [], {}
         for delivery in expired:
             decision, attempt = lost_try(delivery, now)
-            Delivery.objects.filter(id=delivery.id).update(**transitions.attempted(delivery, decision, now=now))
+            changes = transitions.attempted(delivery, decision, now=now)
+            Delivery.objects.filter(id=delivery.id).update(**changes)
             attempts.append(attempt)
+            finished[delivery.id] = changes["status"]
         Attempt.objects.bulk_create(attempts)
+        signals.deliveries_finished(finished)
     if expired:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
@@ -139,9 +143,11 @@ def expire_held(now=None) -> int:
         for reason, frozen in ((DeadLetterReason.ENDPOINT_FROZEN, True), (DeadLetterReason.TTL_EXPIRED, False)):
             ids = expired.filter(endpoint__state=EndpointState.FROZEN) if frozen else expired.exclude(
                 endpoint__state=EndpointState.FROZEN)
-            total += Delivery.objects.filter(id__in=ids.values("id"), status=Delivery.Status.PENDING,
+            chosen = list(ids.values_list("id", flat=True))
+            total += Delivery.objects.filter(id__in=chosen, status=Delivery.Status.PENDING,
                                              next_attempt_at__isnull=True).update(
                 **transitions.finished(status, reason, now=now))
+            signals.deliveries_finished(dict.fromkeys(chosen, status))
     return total
 
 

@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.db.models import Q
 
+from delivery import signals
 from delivery.conf import herald
 from delivery.engine import transitions
 from delivery.engine.effective import subscription_policy
@@ -89,7 +90,13 @@ def _lease(ids: list[int], now, lease) -> set[int]:
 def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
     expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
-    caller's transaction."""
+    caller's transaction, after whose commit the finished ones are announced (delivery.signals)."""
+    written = _write_back(claimed, updates)
+    signals.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]})
+    return written
+
+
+def _write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     leases = {d.id: d.lease_until for d in claimed}
     updates = {delivery_id: changes for delivery_id, changes in updates.items() if delivery_id in leases}
     if not updates:

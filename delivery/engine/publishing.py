@@ -17,6 +17,14 @@ from delivery.models import Delivery, Message
 from subscriptions.models import Topic
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+# Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
+# is one; empty in production.
+OBSERVERS: list = []
+
+
+def _observe(message: Message, deliveries: int) -> None:
+    for observer in OBSERVERS:
+        observer(message, deliveries)
 
 
 def fingerprint(**parts) -> str:
@@ -52,6 +60,7 @@ def message_publish(
                 idempotency_key=idempotency_key or None, request_fingerprint=digest, fanout_pending=large,
                 fanout_skipped=skipped,
             )
+            _observe(message, len(chosen))
             if large:  # answer now; a job writes the deliveries
                 transaction.on_commit(lambda: fanout.enqueue_fan_out(message.id))
                 return message, len(chosen), True
@@ -103,6 +112,8 @@ def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[M
                     fanout_skipped=skipped))
                 chosen_for.append(chosen)
             Message.objects.bulk_create(messages)
+            for message, chosen in zip(messages, chosen_for, strict=True):
+                _observe(message, len(chosen))
             deliveries = []
             for message, chosen in zip(messages, chosen_for, strict=True):
                 if message.fanout_pending:

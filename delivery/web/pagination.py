@@ -6,6 +6,7 @@ MAX_OFFSET = 10**15  # far past any real table, far below PostgreSQL's bigint
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
+    default_limit = 50
     max_limit = 1000
 
     def get_offset(self, request):

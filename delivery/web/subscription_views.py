@@ -14,6 +14,7 @@ from delivery.engine.publishing import Entry, message_publish, message_publish_b
 from delivery.models import Delivery
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
+from delivery.web.base import HeraldAPI
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
 from delivery.web.serializers import DeliverySerializer, NoBodySerializer
 from delivery.web.subscription_serializers import (
@@ -53,7 +54,7 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
                  attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key))
 
 
-class TopicViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     queryset = Topic.objects.all()
     serializer_class = TopicSerializer
     filterset_fields = ["name"]
@@ -156,7 +157,7 @@ class SubscriptionFilter(FilterSet):
         fields = ["topic", "status", "endpoint", "raw_message_delivery"]
 
 
-class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
+class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     queryset = Subscription.objects.select_related("topic", "endpoint")
     owner_path = "topic__owner"
     filterset_class = SubscriptionFilter
@@ -276,7 +277,7 @@ class SubscriptionViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet):
         return Response({"detail": "Subscription confirmed.", "subscription_id": subscription.id})
 
 
-class EndpointViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class EndpointViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       viewsets.GenericViewSet):
     """URL health. `enable` lifts a disable or a freeze by hand: counters reset, held deliveries go out at once."""
 

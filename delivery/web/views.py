@@ -9,6 +9,7 @@ from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
 from delivery.web import fanout_report
+from delivery.web.base import HeraldAPI
 from delivery.web.filters import DeliveryFilter, MessageFilter
 from delivery.web.ownership import OwnedQuerysetMixin
 from delivery.web.serializers import (
@@ -22,7 +23,7 @@ from delivery.web.serializers import (
 )
 
 
-class ReadOnlyViewSet(OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class ReadOnlyViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       viewsets.GenericViewSet):
     detail_serializer_class = None
 
@@ -82,7 +83,7 @@ class DeliveryViewSet(ReadOnlyViewSet):
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
 
-class PolicyPreviewView(APIView):
+class PolicyPreviewView(HeraldAPI, APIView):
     """The effective policy of a document and the schedule it produces (no jitter; jitter bounds beside), and what
     ends it (`ends`: the maximum of attempts or the time-to-live)."""
 

@@ -1,0 +1,57 @@
+"""Operational events: Herald publishes its own events to a topic of the owner's choosing, so operators subscribe
+to them like to any topic (an on-call webhook, a chat bridge) instead of polling the dashboard.
+
+    HERALD_OPERATIONAL_EVENTS_TOPIC = "herald-ops"     # the topic's name
+    HERALD_OPERATIONAL_EVENTS_OWNER = "ops"            # the username owning it (created on first use)
+
+Events: `herald.endpoint.disabled`, `herald.endpoint.frozen`, `herald.endpoint.recovered` (active again) and
+`herald.delivery.dead_lettered`, each published after the change is committed. Dead letters of the operational topic
+itself are not announced (an unreachable operator endpoint would otherwise feed itself). No secret is ever in them.
+"""
+
+import logging
+
+from delivery.conf import herald
+
+log = logging.getLogger(__name__)
+STATE_EVENTS = {"disabled": "herald.endpoint.disabled", "frozen": "herald.endpoint.frozen",
+                "active": "herald.endpoint.recovered"}
+
+
+def enabled() -> bool:
+    return bool(herald.OPERATIONAL_EVENTS_TOPIC and herald.OPERATIONAL_EVENTS_OWNER)
+
+
+def _publish(event_type: str, subject: str, payload: dict, attributes: dict) -> None:
+    from delivery.events import publish
+
+    try:
+        publish(herald.OPERATIONAL_EVENTS_TOPIC, payload, owner=herald.OPERATIONAL_EVENTS_OWNER,
+                event_type=event_type, subject=subject, attributes=attributes, create=True)
+    except Exception:  # an operational event must never break the delivery that caused it
+        log.exception("operational event %s could not be published", event_type)
+
+
+def endpoint_changed(endpoint, from_state: str, to_state: str, reason: str) -> None:
+    event_type = STATE_EVENTS.get(to_state)
+    if event_type is None or from_state == to_state:
+        return
+    _publish(event_type, f"endpoint:{endpoint.id}", {
+        "endpoint": {"id": endpoint.id, "url": endpoint.url, "owner": str(endpoint.owner)},
+        "from_state": from_state, "to_state": to_state, "reason": reason,
+        "consecutive_failures": endpoint.consecutive_failures,
+        "at": endpoint.state_changed_at.isoformat() if endpoint.state_changed_at else None,
+    }, {"endpoint_id": endpoint.id, "state": to_state})
+
+
+def delivery_dead_lettered(delivery) -> None:
+    topic = delivery.message.topic
+    if topic.name == herald.OPERATIONAL_EVENTS_TOPIC and str(topic.owner) == herald.OPERATIONAL_EVENTS_OWNER:
+        return
+    last = delivery.attempts.order_by("-number").values("response_status", "error_class", "error_detail").first()
+    _publish("herald.delivery.dead_lettered", f"delivery:{delivery.id}", {
+        "delivery": delivery.id, "message": str(delivery.message_id), "topic": topic.name,
+        "subscription": delivery.subscription_id, "endpoint": delivery.endpoint.url,
+        "reason": delivery.dead_letter_reason, "attempts": delivery.attempt_count, "last_error": last,
+        "at": delivery.finished_at.isoformat() if delivery.finished_at else None,
+    }, {"reason": delivery.dead_letter_reason, "topic": topic.name})

@@ -1,0 +1,116 @@
+"""Receiving Herald's webhooks in a Django project: `@webhook_receiver`.
+
+    from delivery.receiver import webhook_receiver
+
+    @webhook_receiver(secrets=["whsec_…"])          # or secrets=lambda request: [...], or the setting below
+    def order_events(request, event):
+        if event.type == "order.created":
+            create_invoice(event.data)
+        # return nothing for 204, or any HttpResponse
+
+The decorated view accepts only POST; checks the Standard Webhooks signature (any of the secrets, so both during a
+rotation; the timestamp within `tolerance` seconds); answers Herald's subscription confirmation by echoing its token
+(Event Grid's handshake); skips a `webhook-id` it already handled successfully (remembered in Django's cache for
+`dedupe_seconds`; at-least-once delivery means retries can repeat a message) and hands the view a parsed CloudEvent,
+from a structured body (`application/cloudevents+json`) or a raw delivery's `ce-*` headers. A request that fails
+a check gets 400/401 and the view is not called. It is exempt from CSRF (it is called by a server, and signed).
+Default secrets: the setting HERALD_RECEIVER_SECRETS (a list).
+"""
+
+import functools
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from delivery.rules import signing
+
+CONFIRMATION = "herald.subscription.confirmation"
+SEEN_KEY = "herald:received:{}"
+
+
+@dataclass(frozen=True)
+class CloudEvent:
+    id: str
+    type: str
+    source: str
+    subject: str = ""
+    time: str = ""
+    data: object = None
+    datacontenttype: str = ""
+    extensions: dict = field(default_factory=dict)
+
+
+def parse_event(request) -> CloudEvent:
+    """The request as a CloudEvent: structured (the JSON body is the event) or binary (`ce-*` headers, the body is
+    the data). Raises ValueError for a body that is neither."""
+    body = request.body
+    content_type = request.content_type or ""
+    if content_type in ("application/cloudevents+json", "application/json") and not request.headers.get("ce-id"):
+        document = json.loads(body)
+        if not isinstance(document, dict) or "id" not in document or "type" not in document:
+            raise ValueError("not a CloudEvent: the JSON body has no id and type")
+        known = {"id", "type", "source", "subject", "time", "data", "datacontenttype", "specversion"}
+        return CloudEvent(id=str(document["id"]), type=str(document["type"]), source=str(document.get("source", "")),
+                          subject=str(document.get("subject", "")), time=str(document.get("time", "")),
+                          data=document.get("data"), datacontenttype=str(document.get("datacontenttype", "")),
+                          extensions={k: v for k, v in document.items() if k not in known})
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    if "ce-id" not in headers or "ce-type" not in headers:
+        raise ValueError("not a CloudEvent: no ce-id and ce-type headers")
+    try:
+        data = json.loads(body) if content_type.endswith("json") else body.decode("utf-8")
+    except ValueError:
+        data = body
+    known = {"ce-id", "ce-type", "ce-source", "ce-subject", "ce-time", "ce-specversion"}
+    return CloudEvent(id=headers["ce-id"], type=headers["ce-type"], source=headers.get("ce-source", ""),
+                      subject=headers.get("ce-subject", ""), time=headers.get("ce-time", ""), data=data,
+                      datacontenttype=content_type,
+                      extensions={k[3:]: v for k, v in headers.items() if k.startswith("ce-") and k not in known})
+
+
+def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | Callable | None = None,
+                     tolerance: float = signing.TIMESTAMP_TOLERANCE_SECONDS, dedupe: bool = True,
+                     dedupe_seconds: int = 7 * 86400):
+    """Decorate a view `view(request, event)`; see the module's description."""
+
+    def decorate(func):
+        @csrf_exempt
+        @functools.wraps(func)
+        def wrapper(request, *args, **kwargs):
+            if request.method != "POST":
+                return JsonResponse({"error": "webhooks are POSTed"}, status=405, headers={"Allow": "POST"})
+            keys = secrets(request) if callable(secrets) else secrets
+            keys = list(keys if keys is not None else getattr(settings, "HERALD_RECEIVER_SECRETS", []))
+            if not keys:
+                return JsonResponse({"error": "no signing secret is configured for this receiver"}, status=500)
+            msg_id = request.headers.get("webhook-id")
+            problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
+                                    request.headers.get("webhook-signature"), request.body, now=time.time(),
+                                    tolerance=tolerance)
+            if problem:
+                return JsonResponse({"error": f"signature: {problem}"}, status=401)
+            try:
+                event = parse_event(request)
+            except ValueError as exc:
+                return JsonResponse({"error": str(exc)}, status=400)
+            if event.type == CONFIRMATION and isinstance(event.data, dict) and "token" in event.data:
+                return JsonResponse({"validationResponse": event.data["token"]})
+            seen = SEEN_KEY.format(msg_id)
+            if dedupe and cache.get(seen):
+                return HttpResponse(status=204, headers={"herald-duplicate": "1"})
+            response = func(request, event, *args, **kwargs)
+            if response is None:
+                response = HttpResponse(status=204)
+            if dedupe and 200 <= response.status_code < 300:  # only what was handled: a failure is retried
+                cache.set(seen, 1, timeout=dedupe_seconds)
+            return response
+
+        return wrapper
+
+    return decorate(view) if view is not None else decorate

@@ -1,0 +1,31 @@
+"""What every Herald API view uses, set on the views themselves rather than read from REST_FRAMEWORK, so the API
+behaves the same inside a host project whatever its own DRF settings are: token (or Bearer) and session
+authentication, authenticated users only, the storable-JSON parser, bounded pagination, filters and ordering,
+Herald's error shapes and drf-spectacular's schema."""
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.openapi import AutoSchema
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.filters import OrderingFilter
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+
+from delivery.web.authentication import HeraldTokenAuthentication
+from delivery.web.errors import api_exception_handler
+from delivery.web.pagination import BoundedLimitOffsetPagination
+from delivery.web.parsers import SafeJSONParser
+
+
+class HeraldAPI:
+    authentication_classes = [HeraldTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    # JSON; multipart for the browsable API's HTML forms (URL-encoded forms get a 415 that says to send JSON).
+    parser_classes = [SafeJSONParser, MultiPartParser]
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    pagination_class = BoundedLimitOffsetPagination
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    schema = AutoSchema()
+
+    def get_exception_handler(self):
+        return api_exception_handler
