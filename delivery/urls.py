@@ -7,8 +7,9 @@ clash with a host project's own.
 """
 
 from django.urls import include, path
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import APIRootView, DefaultRouter
 
+from delivery.web.base import HeraldAPI
 from delivery.web.dashboard import dashboard
 from delivery.web.docs import RedocView, SchemaView, SwaggerView
 from delivery.web.prometheus import metrics
@@ -18,9 +19,14 @@ from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewVie
 app_name = "herald"
 
 
+class RootView(HeraldAPI, APIRootView):
+    schema = None  # not an operation of the API
+
+
 class HeraldRouter(DefaultRouter):
     """The browsable API's root lists every resource, the non-viewset pages and the docs too."""
 
+    APIRootView = RootView
     EXTRA = {"policies/preview": "policy-preview", "schema": "schema", "docs": "api-docs", "redoc": "api-redoc"}
 
     def get_api_root_view(self, api_urls=None):

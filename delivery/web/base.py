@@ -3,8 +3,11 @@ behaves the same inside a host project whatever its own DRF settings are: token 
 authentication, authenticated users only, the storable-JSON parser, bounded pagination, filters and ordering,
 Herald's error shapes and drf-spectacular's schema."""
 
+import inspect
+
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import MultiPartParser
@@ -29,3 +32,17 @@ class HeraldAPI:
 
     def get_exception_handler(self):
         return api_exception_handler
+
+
+def extend_schema(**kwargs):
+    """drf-spectacular's `extend_schema`, building on its own AutoSchema even where the project's
+    DEFAULT_SCHEMA_CLASS is DRF's (the decorator otherwise bases an annotated action on that class)."""
+    decorate = spectacular_extend_schema(**kwargs)
+
+    def decorator(function):
+        if callable(function) and not inspect.isclass(function) and getattr(function, "schema", None) is None:
+            function.kwargs = getattr(function, "kwargs", None) or {}
+            function.kwargs.setdefault("schema", AutoSchema)
+        return decorate(function)
+
+    return decorator

@@ -2,12 +2,13 @@
 same inside a host project: Swagger UI and ReDoc from drf-spectacular-sidecar's static files (no CDN: they work
 offline)."""
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
-from drf_spectacular.utils import extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from delivery.conf import VERSION
+from delivery.web.base import extend_schema
 
 SCHEMA = {
     "TITLE": "Herald API",
@@ -22,31 +23,34 @@ SCHEMA = {
 READERS = {"SWAGGER_UI_DIST": "SIDECAR", "SWAGGER_UI_FAVICON_HREF": "SIDECAR", "REDOC_DIST": "SIDECAR"}
 
 
-OUT_OF_THE_SCHEMA = extend_schema_view(get=extend_schema(exclude=True))
-
-
-@OUT_OF_THE_SCHEMA
 class SchemaView(SpectacularAPIView):
     """The OpenAPI description is public; every operation in it still needs a token."""
 
+    schema = AutoSchema()  # drf-spectacular's, whatever the project's DEFAULT_SCHEMA_CLASS (it excludes these views)
     permission_classes = [AllowAny]
     custom_settings = SCHEMA
 
+    @extend_schema(exclude=True)  # these three pages are not operations of the API
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
-@OUT_OF_THE_SCHEMA
+
 class SwaggerView(SpectacularSwaggerView):
+    schema = AutoSchema()
     permission_classes = [AllowAny]
 
+    @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):
         with patched_settings(READERS):
             return super().get(request, *args, **kwargs)
 
 
-@OUT_OF_THE_SCHEMA
 class RedocView(SpectacularRedocView):
+    schema = AutoSchema()
     permission_classes = [AllowAny]
     template_name = "herald/redoc.html"  # without Google's web fonts
 
+    @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):
         with patched_settings(READERS):
             return super().get(request, *args, **kwargs)

@@ -1,5 +1,5 @@
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -14,7 +14,7 @@ from delivery.engine.publishing import Entry, message_publish, message_publish_b
 from delivery.models import Delivery
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
-from delivery.web.base import HeraldAPI
+from delivery.web.base import HeraldAPI, extend_schema
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
 from delivery.web.serializers import DeliverySerializer, NoBodySerializer
 from delivery.web.subscription_serializers import (

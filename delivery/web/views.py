@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -9,7 +9,7 @@ from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
 from delivery.web import fanout_report
-from delivery.web.base import HeraldAPI
+from delivery.web.base import HeraldAPI, extend_schema
 from delivery.web.filters import DeliveryFilter, MessageFilter
 from delivery.web.ownership import OwnedQuerysetMixin
 from delivery.web.serializers import (

@@ -1,0 +1,77 @@
+"""The host project's own tests (run by tests/test_host_project.py, against Herald installed with pip): the shop
+publishes in its transactions, receives through Herald's receiver helper, and has Herald's API, admin, dashboard
+and docs under its own URLs; its tests use the herald_outbox fixture the package installs."""
+
+import django_rq
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rq import SimpleWorker
+
+import delivery
+from delivery.models import Message
+from shop import views
+from shop.models import Customer, ReceivedEvent
+from subscriptions.models import Subscription
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def drain():
+    queues = [django_rq.get_queue("deliveries"), django_rq.get_queue("retries")]
+    SimpleWorker(queues, connection=django_rq.get_connection("deliveries")).work(burst=True, logging_level="WARNING")
+
+
+@pytest.fixture(autouse=True)
+def empty_redis():
+    django_rq.get_connection("deliveries").flushdb()
+    yield
+
+
+def test_herald_is_the_installed_package():
+    assert "/site/delivery/" in delivery.__file__, delivery.__file__
+
+
+def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(live_server, client):
+    shop = get_user_model().objects.create_user("shop", password="pw-shop-1", is_staff=True, is_superuser=True)
+    api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=shop).key}")
+    assert api.post("/herald/api/topics/", {"name": "orders"}, content_type="application/json").status_code == 201
+    hook = f"{live_server.url}/hooks/orders/"
+    created = api.post("/herald/api/subscriptions/", {"topic": "orders", "endpoint": hook},
+                       content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert created.json()["status"] == "pending_confirmation"  # Herald's default: endpoints confirm first
+    views.SECRETS[:] = [created.json()["secret"]]
+    drain()  # the confirmation request, answered by the helper
+    assert Subscription.objects.get().status == "confirmed"
+
+    customer = Customer.objects.create(name="Ann", email="ann@example.com")  # an event on "customers" as well
+    placed = client.post("/orders/", {"customer": customer.id, "total": "12.50"}, content_type="application/json")
+    refused = client.post("/orders/", {"customer": customer.id, "total": "0"}, content_type="application/json")
+    assert placed.status_code == 201 and refused.status_code == 400
+    drain()
+    received = list(ReceivedEvent.objects.values_list("type", "data"))
+    assert received == [("order.placed", {"order": placed.json()["order"], "total": "12.50"})]
+    assert Message.objects.filter(topic__name="orders").count() == 1  # the refused order's event rolled back with it
+    assert Message.objects.get(topic__name="customers").event_type == "shop.customer.created"
+
+    message_id = Message.objects.get(topic__name="orders").id
+    fanout = api.get(f"/herald/api/messages/{message_id}/").json()["fanout"]
+    assert [(row["outcome"], row["delivery"]["status"]) for row in fanout] == [("delivery_created", "succeeded")]
+
+    client.force_login(shop)
+    for page in ("/admin/", "/admin/delivery/delivery/", f"/admin/delivery/message/{message_id}/change/",
+                 "/admin/subscriptions/endpoint/", "/herald/dashboard/", "/herald/api/"):
+        assert client.get(page).status_code == 200, page
+    docs = client.get("/herald/api/docs/").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs and "cdn" not in docs
+    schema = client.get("/herald/api/schema/?format=json").json()
+    assert "/herald/api/topics/{id}/publish/" in schema["paths"]
+
+
+def test_the_outbox_fixture_comes_with_the_package(herald_outbox):
+    get_user_model().objects.create_user("shop")
+    Customer.objects.create(name="Bo", email="bo@example.com")
+    assert [(e.topic, e.event_type, e.payload["name"]) for e in herald_outbox] == [
+        ("customers", "shop.customer.created", "Bo")]
