@@ -26,6 +26,7 @@ run: export DEBUG ?= 1
 run: export HERALD_REQUIRE_CONFIRMATION ?= false
 run: export HERALD_ALLOWED_NETWORKS ?= 127.0.0.0/8,::1/128
 run: install
+	$(BIN)/python manage.py herald_relabel
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py herald_demo

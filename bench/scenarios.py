@@ -141,9 +141,10 @@ from subscriptions.models import Endpoint, Subscription, Topic
 from django.contrib.auth import get_user_model
 spec = json.loads({spec!r})
 with connection.cursor() as c:
-    c.execute("TRUNCATE delivery_attempt, delivery_delivery, delivery_message, subscriptions_subscription, "
-              "subscriptions_endpointtransition, subscriptions_endpointwindowbucket, subscriptions_endpoint, "
-              "subscriptions_topic CASCADE")
+    c.execute("TRUNCATE herald_delivery_attempt, herald_delivery_delivery, herald_delivery_message, "
+              "herald_subscriptions_subscription, herald_subscriptions_endpointtransition, "
+              "herald_subscriptions_endpointwindowbucket, herald_subscriptions_endpoint, herald_subscriptions_topic "
+              "CASCADE")
 django_rq.get_connection("deliveries").flushdb()
 user = get_user_model().objects.get(username="bench")
 topic = Topic.objects.create(owner=user, name="bench")
@@ -162,8 +163,8 @@ print(topic.id)""")
 
     def succeeded(self, path_prefix: str | None = None) -> int:
         if path_prefix is None:
-            return self.count("SELECT count(*) FROM delivery_delivery WHERE status = 'succeeded'")
-        return self.count("SELECT count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e ON "
+            return self.count("SELECT count(*) FROM herald_delivery_delivery WHERE status = 'succeeded'")
+        return self.count("SELECT count(*) FROM herald_delivery_delivery d JOIN herald_subscriptions_endpoint e ON "
                           f"e.id = d.endpoint_id WHERE d.status = 'succeeded' AND e.url LIKE '%/{path_prefix}/%'")
 
     def add_backlog(self, topic: int, count: int) -> str:
@@ -172,20 +173,22 @@ print(topic.id)""")
         if self.db is None:
             self.db = psycopg.connect(self.postgres.url, autocommit=True)
         subscription, endpoint = self.db.execute(
-            "SELECT id, endpoint_id FROM subscriptions_subscription WHERE topic_id = %s LIMIT 1", [topic]).fetchone()
+            "SELECT id, endpoint_id FROM herald_subscriptions_subscription WHERE topic_id = %s LIMIT 1",
+            [topic]).fetchone()
         self.db.execute(
-            """INSERT INTO delivery_message (id, topic_id, payload, payload_is_text, event_type, subject, attributes,
+            """INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type, subject,
+                                             attributes,
                                              published_at, request_fingerprint, fanout_pending)
                SELECT gen_random_uuid(), %s, '1', false, 'backlog', '', '{}', now(), '', false
                FROM generate_series(1, %s)""", [topic, count])
         self.db.execute(
-            """INSERT INTO delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
+            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
                                               attempt_count, budget_attempts, dead_letter_reason, created_at)
                SELECT id, %s, %s, 'pending', now() + interval '1 day', 0, 0, '', now()
-               FROM delivery_message WHERE event_type = 'backlog'""", [subscription, endpoint])
-        self.db.execute("ANALYZE delivery_delivery")
+               FROM herald_delivery_message WHERE event_type = 'backlog'""", [subscription, endpoint])
+        self.db.execute("ANALYZE herald_delivery_delivery")
         rows = self.db.execute(
-            """EXPLAIN (ANALYZE, BUFFERS) SELECT id, endpoint_id FROM delivery_delivery
+            """EXPLAIN (ANALYZE, BUFFERS) SELECT id, endpoint_id FROM herald_delivery_delivery
                WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1024""")
         return "\n".join(line for (line,) in rows)
 

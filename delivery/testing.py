@@ -10,7 +10,7 @@
         assert outbox[0].payload["total"] == "12.50"
 
 With pytest, the `herald_outbox` fixture does the same for a whole test (installed with the package; in a project
-that is not, add `pytest_plugins = ["delivery.testing"]` to its conftest.py).
+that is not, add `pytest_plugins = ["delivery.pytest_plugin"]` to its conftest.py).
 
 While capturing, publishing still writes messages and deliveries (so the code under test behaves as it will in
 production) but asks for no pump and no fan-out job: nothing is sent and Redis is not needed.
@@ -19,7 +19,7 @@ production) but asks for no pump and no fan-out job: nothing is sent and Redis i
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import pytest
+from delivery.engine import fanout, publishing, queues
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,6 @@ class Outbox(list):
 
 @contextmanager
 def capture_events():
-    from delivery.engine import fanout, publishing, queues
-
     outbox = Outbox()
 
     def observe(message, deliveries):
@@ -65,9 +63,3 @@ def capture_events():
         queues.pump_after_commit = publishing.pump_after_commit = saved[0]
         fanout.enqueue_fan_out = saved[1]
 
-
-@pytest.fixture
-def herald_outbox():
-    """The events published during the test (see `capture_events`)."""
-    with capture_events() as outbox:
-        yield outbox

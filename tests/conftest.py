@@ -16,7 +16,7 @@ from delivery.engine import dispatch
 from delivery.models import Delivery
 from tests.receiver import Receiver, Reply
 
-pytest_plugins = ["delivery.testing"]  # the herald_outbox fixture, as a host project gets it
+pytest_plugins = ["delivery.pytest_plugin"]  # the herald_outbox fixture, as a host project gets it
 
 ROOT = Path(__file__).resolve().parent.parent
 

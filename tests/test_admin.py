@@ -18,32 +18,33 @@ def test_every_page_renders(admin_client, traffic):
     delivery = Delivery.objects.get(status="dead_lettered")
     attempt = Attempt.objects.filter(delivery=delivery).first()
     pages = ["/admin/", "/dashboard/", "/dashboard/?span=1h"]
-    for model in ["subscriptions/topic", "subscriptions/subscription", "subscriptions/endpoint",
-                  "delivery/message", "delivery/delivery", "delivery/attempt"]:
+    for model in ["herald_subscriptions/topic", "herald_subscriptions/subscription", "herald_subscriptions/endpoint",
+                  "herald_delivery/message", "herald_delivery/delivery", "herald_delivery/attempt"]:
         pages += [f"/admin/{model}/", f"/admin/{model}/?q=console"]
-    pages += [f"/admin/subscriptions/topic/{topic['id']}/change/",
-              f"/admin/subscriptions/subscription/{subscription['id']}/change/",
-              f"/admin/subscriptions/endpoint/{subscription['endpoint_id']}/change/",
-              f"/admin/delivery/delivery/{delivery.id}/change/", f"/admin/delivery/attempt/{attempt.id}/change/",
-              "/admin/delivery/delivery/?status__exact=dead_lettered",
-              "/admin/delivery/attempt/?outcome__exact=success"]
+    pages += [f"/admin/herald_subscriptions/topic/{topic['id']}/change/",
+              f"/admin/herald_subscriptions/subscription/{subscription['id']}/change/",
+              f"/admin/herald_subscriptions/endpoint/{subscription['endpoint_id']}/change/",
+              f"/admin/herald_delivery/delivery/{delivery.id}/change/",
+              f"/admin/herald_delivery/attempt/{attempt.id}/change/",
+              "/admin/herald_delivery/delivery/?status__exact=dead_lettered",
+              "/admin/herald_delivery/attempt/?outcome__exact=success"]
     for page in pages:
         assert admin_client.get(page).status_code == 200, page
 
 
 def test_attempt_detail_shows_request_and_response_excerpts(admin_client, traffic):
     attempt = Attempt.objects.filter(outcome="retryable_failure").first()
-    page = admin_client.get(f"/admin/delivery/attempt/{attempt.id}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_delivery/attempt/{attempt.id}/change/").content.decode()
     assert "webhook-signature" in page and "&quot;data&quot;:&quot;bad&quot;" in page
     assert "{&quot;error&quot;:&quot;nope&quot;}" in page
-    assert admin_client.post(f"/admin/delivery/attempt/{attempt.id}/delete/").status_code == 403
+    assert admin_client.post(f"/admin/herald_delivery/attempt/{attempt.id}/delete/").status_code == 403
 
 
 def test_policy_fields_show_the_schedule_they_produce(admin_client, traffic):
     topic, subscription = traffic
-    topic_page = admin_client.get(f"/admin/subscriptions/topic/{topic['id']}/change/").content.decode()
+    topic_page = admin_client.get(f"/admin/herald_subscriptions/topic/{topic['id']}/change/").content.decode()
     assert "herald-schedule" in topic_page and "12.0 h" in topic_page  # event-grid: 12 h repeats
-    page = admin_client.get(f"/admin/subscriptions/subscription/{subscription['id']}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/subscription/{subscription['id']}/change/").content.decode()
     assert "max attempts 2" in page and "0.1 s" in page
 
 
@@ -52,7 +53,7 @@ def test_dashboard_shows_failures_states_dead_letters_and_queues(admin_client, t
     wait_until(lambda: Worker.all(connection=redis_conn))
     page = admin_client.get("/dashboard/").content.decode()
     dead = Delivery.objects.get(status="dead_lettered")
-    assert f'href="/admin/delivery/delivery/{dead.id}/change/"' in page  # the failed delivery is one click away
+    assert f'href="/admin/herald_delivery/delivery/{dead.id}/change/"' in page  # the failed delivery is one click away
     text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
     assert "max_attempts : 1" in text
     assert "succeeded 1 failed 2" in text  # "good" succeeded once; "bad" failed twice
@@ -64,7 +65,7 @@ def test_dashboard_shows_failures_states_dead_letters_and_queues(admin_client, t
 def test_actions_call_the_services(admin_client, traffic, receiver, run_worker):
     _, subscription = traffic
     receiver.script = [Reply(status=200)]
-    url = "/admin/subscriptions/subscription/"
+    url = "/admin/herald_subscriptions/subscription/"
     response = admin_client.post(url, {"action": "redrive", "_selected_action": [subscription["id"]]}, follow=True)
     assert "Redrove 1 dead letter(s)." in response.content.decode()
     settle()
@@ -76,20 +77,21 @@ def test_actions_call_the_services(admin_client, traffic, receiver, run_worker):
     assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
 
     delivery = Delivery.objects.filter(status="succeeded").first()
-    response = admin_client.post("/admin/delivery/delivery/", {"action": "retry_now",
+    response = admin_client.post("/admin/herald_delivery/delivery/", {"action": "retry_now",
                                                                "_selected_action": [delivery.id]}, follow=True)
     assert "cannot be retried" in response.content.decode()
 
 
 def test_admin_refuses_invalid_policies_and_unsafe_edits(admin_client, traffic):
     topic, subscription = traffic
-    response = admin_client.post(f"/admin/subscriptions/topic/{topic['id']}/change/", {
+    response = admin_client.post(f"/admin/herald_subscriptions/topic/{topic['id']}/change/", {
         "owner": 1, "name": "console", "description": "", "delivery_policy": '{"jitter": 7}'})
     assert response.status_code == 200 and "jitter: must be at most 0.5" in response.content.decode()
-    page = admin_client.get(f"/admin/subscriptions/endpoint/{subscription['endpoint_id']}/change/").content.decode()
+    endpoint_page = f"/admin/herald_subscriptions/endpoint/{subscription['endpoint_id']}/change/"
+    page = admin_client.get(endpoint_page).content.decode()
     assert 'name="url"' not in page and 'name="owner"' not in page
-    assert admin_client.get("/admin/subscriptions/subscription/add/").status_code == 403
-    assert admin_client.get("/admin/subscriptions/endpoint/add/").status_code == 403
+    assert admin_client.get("/admin/herald_subscriptions/subscription/add/").status_code == 403
+    assert admin_client.get("/admin/herald_subscriptions/endpoint/add/").status_code == 403
 
 
 def test_operator_can_stop_retrying_a_delivery(admin_client, api, receiver):
@@ -101,7 +103,7 @@ def test_operator_can_stop_retrying_a_delivery(admin_client, api, receiver):
     delivery = Delivery.objects.get()
     assert delivery.status == "pending" and delivery.attempt_count == 1
 
-    response = admin_client.post("/admin/delivery/delivery/", {"action": "dead_letter",
+    response = admin_client.post("/admin/herald_delivery/delivery/", {"action": "dead_letter",
                                                                "_selected_action": [delivery.id]}, follow=True)
     assert "Dead-lettered 1 deliveries." in response.content.decode()
     delivery.refresh_from_db()

@@ -83,11 +83,11 @@ def test_operator_finds_a_failure_unfreezes_and_redrives(live_server, browser_pa
     expect(page.locator("body")).to_contain_text("webhook-signature")
     shot(page, "04-attempt-detail")
 
-    page.goto(f"{live_server.url}/admin/subscriptions/endpoint/{subscription['endpoint_id']}/change/")
+    page.goto(f"{live_server.url}/admin/herald_subscriptions/endpoint/{subscription['endpoint_id']}/change/")
     expect(page.locator("body")).to_contain_text("the endpoint answered 410 Gone")
     shot(page, "05-endpoint-frozen-history")
     receiver.script = [Reply(status=200)]
-    page.goto(f"{live_server.url}/admin/subscriptions/endpoint/?state__exact=frozen")
+    page.goto(f"{live_server.url}/admin/herald_subscriptions/endpoint/?state__exact=frozen")
     page.check(f"input[name=_selected_action][value='{subscription['endpoint_id']}']")
     page.select_option("select[name=action]", "enable")
     page.click("button[name=index]")
@@ -95,7 +95,7 @@ def test_operator_finds_a_failure_unfreezes_and_redrives(live_server, browser_pa
     assert Endpoint.objects.get(id=subscription["endpoint_id"]).state == "active"
     shot(page, "06-endpoint-enabled")
 
-    page.goto(f"{live_server.url}/admin/subscriptions/subscription/")
+    page.goto(f"{live_server.url}/admin/herald_subscriptions/subscription/")
     page.check(f"input[name=_selected_action][value='{subscription['id']}']")
     page.select_option("select[name=action]", "redrive")
     page.click("button[name=index]")
@@ -108,7 +108,7 @@ def test_operator_finds_a_failure_unfreezes_and_redrives(live_server, browser_pa
 
     page.goto(f"{live_server.url}/dashboard/")
     expect(page.locator("#dead-letters .herald-stat")).to_have_text("0")
-    page.goto(f"{live_server.url}/admin/delivery/delivery/?status__exact=succeeded")
+    page.goto(f"{live_server.url}/admin/herald_delivery/delivery/?status__exact=succeeded")
     expect(page.locator("#result_list")).to_contain_text(re.compile("Succeeded", re.I))
     shot(page, "08-delivered")
     assert os.path.getsize(ARTIFACTS / "08-delivered.png") > 0

@@ -187,8 +187,8 @@ def test_lists_fit_an_operator_screen(live_server, browser_page, shop):  # noqa:
     page = browser_page
     ask(page, live_server, shop, "ok")
     page.set_viewport_size({"width": 1280, "height": 900})
-    for path, column in (("/admin/delivery/delivery/", "column-status_badge"),
-                         ("/admin/delivery/attempt/", "column-outcome"), ("/dashboard/", None)):
+    for path, column in (("/admin/herald_delivery/delivery/", "column-status_badge"),
+                         ("/admin/herald_delivery/attempt/", "column-outcome"), ("/dashboard/", None)):
         page.goto(live_server.url + path)
         no_horizontal_scroll(page)
         if column:

@@ -12,10 +12,10 @@ from django.db import connection, transaction
 from django.test import Client
 
 import tests.receiver_urls as hooks
-from delivery import publish, signals
+from delivery import signals
 from delivery.conf import DEFAULTS, from_environment, herald, parse
 from delivery.engine import redis_link
-from delivery.events import PublishError, publish_on_save
+from delivery.events import PublishError, publish, publish_on_save
 from delivery.models import Delivery, Message
 from delivery.rules import signing
 from delivery.testing import capture_events

@@ -21,7 +21,7 @@ def buttons(page: str) -> list[str]:
 
 def test_delivery_page_retry_now_button_sends_it_again(admin_client, traffic, receiver):
     dead = Delivery.objects.get(status="dead_lettered")
-    page = admin_client.get(f"/admin/delivery/delivery/{dead.id}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_delivery/delivery/{dead.id}/change/").content.decode()
     assert buttons(page) == ["retry"]
     assert "deletelink" not in page and 'name="_save"' not in page
     # What matters first: the state in words and the last error, the internals folded away.
@@ -29,34 +29,35 @@ def test_delivery_page_retry_now_button_sends_it_again(admin_client, traffic, re
     assert re.search(r"attempt 2 at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d: HTTP 500", page)
 
     receiver.script = [Reply(status=200)]
-    response = admin_client.post(f"/admin/delivery/delivery/{dead.id}/do/retry/", follow=True)
+    response = admin_client.post(f"/admin/herald_delivery/delivery/{dead.id}/do/retry/", follow=True)
     assert f"Delivery {dead.id} will be attempted now" in response.content.decode()
     drain()
     dead.refresh_from_db()
     assert dead.status == "succeeded"
     assert Attempt.objects.filter(delivery=dead).order_by("-number").first().queue == "manual"
     # A delivered one has nothing to retry; the refusal is a message, not an error page.
-    assert buttons(admin_client.get(f"/admin/delivery/delivery/{dead.id}/change/").content.decode()) == []
-    response = admin_client.post(f"/admin/delivery/delivery/{dead.id}/do/retry/", follow=True)
+    assert buttons(admin_client.get(f"/admin/herald_delivery/delivery/{dead.id}/change/").content.decode()) == []
+    response = admin_client.post(f"/admin/herald_delivery/delivery/{dead.id}/do/retry/", follow=True)
     assert "Retry now: A succeeded delivery cannot be retried." in response.content.decode()
-    assert admin_client.get(f"/admin/delivery/delivery/{dead.id}/do/retry/").status_code == 405
-    assert admin_client.post(f"/admin/delivery/delivery/{dead.id}/do/nothing/").status_code == 404
+    assert admin_client.get(f"/admin/herald_delivery/delivery/{dead.id}/do/retry/").status_code == 405
+    assert admin_client.post(f"/admin/herald_delivery/delivery/{dead.id}/do/nothing/").status_code == 404
 
 
 def test_records_are_never_edited_or_deleted_by_hand(admin_client, traffic):
     delivery = Delivery.objects.first()
     attempt = Attempt.objects.first()
-    for path in (f"/admin/delivery/delivery/{delivery.id}/delete/", f"/admin/delivery/attempt/{attempt.id}/delete/",
-                 f"/admin/delivery/message/{delivery.message_id}/delete/"):
+    for path in (f"/admin/herald_delivery/delivery/{delivery.id}/delete/",
+                 f"/admin/herald_delivery/attempt/{attempt.id}/delete/",
+                 f"/admin/herald_delivery/message/{delivery.message_id}/delete/"):
         assert admin_client.post(path).status_code == 403, path
-    listing = admin_client.get("/admin/delivery/attempt/").content.decode()
+    listing = admin_client.get("/admin/herald_delivery/attempt/").content.decode()
     assert 'value="delete_selected"' not in listing
     # Times to the second, in lists and on pages.
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", listing)
 
 
 def test_times_in_lists_show_seconds(admin_client, traffic):
-    page = admin_client.get("/admin/delivery/delivery/").content.decode()
+    page = admin_client.get("/admin/herald_delivery/delivery/").content.decode()
     stamp = Delivery.objects.order_by("-id").first().last_attempt_at.strftime("%Y-%m-%d %H:%M:%S")
     assert stamp in page
 
@@ -64,20 +65,20 @@ def test_times_in_lists_show_seconds(admin_client, traffic):
 def test_endpoint_page_has_buttons_not_save_and_shows_subscriptions_and_attempts(admin_client, traffic):
     topic, subscription = traffic
     endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
-    page = admin_client.get(f"/admin/subscriptions/endpoint/{endpoint.id}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/endpoint/{endpoint.id}/change/").content.decode()
     assert 'name="_save"' not in page and 'name="_continue"' not in page and "deletelink" not in page
     assert buttons(page) == ["disable", "freeze"]
     assert "subscriptions to this endpoint" in page.lower() and "console" in page
     assert 'id="herald-recent-attempts"' in page
-    assert page.count('href="/admin/delivery/attempt/') >= Attempt.objects.count()
+    assert page.count('href="/admin/herald_delivery/attempt/') >= Attempt.objects.count()
 
-    response = admin_client.post(f"/admin/subscriptions/endpoint/{endpoint.id}/do/freeze/", follow=True)
+    response = admin_client.post(f"/admin/herald_subscriptions/endpoint/{endpoint.id}/do/freeze/", follow=True)
     assert "Frozen" in response.content.decode()
     endpoint.refresh_from_db()
     assert endpoint.state == "frozen" and endpoint.transitions.first().reason == "frozen by hand"
-    page = admin_client.get(f"/admin/subscriptions/endpoint/{endpoint.id}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/endpoint/{endpoint.id}/change/").content.decode()
     assert buttons(page) == ["enable"]
-    admin_client.post(f"/admin/subscriptions/endpoint/{endpoint.id}/do/enable/")
+    admin_client.post(f"/admin/herald_subscriptions/endpoint/{endpoint.id}/do/enable/")
     endpoint.refresh_from_db()
     assert endpoint.state == "active"
 
@@ -85,12 +86,12 @@ def test_endpoint_page_has_buttons_not_save_and_shows_subscriptions_and_attempts
 def test_subscription_page_shows_the_effective_policy_and_where_it_comes_from(admin_client, api, receiver,
                                                                               traffic):
     topic, own = traffic
-    page = admin_client.get(f"/admin/subscriptions/subscription/{own['id']}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/subscription/{own['id']}/change/").content.decode()
     assert "From the subscription&#x27;s own delivery policy." in page
 
     inherits = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url + "/2"},
                         format="json").json()
-    page = admin_client.get(f"/admin/subscriptions/subscription/{inherits['id']}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/subscription/{inherits['id']}/change/").content.decode()
     assert "From the delivery policy of topic &#x27;console&#x27; (the subscription has none of its own)." in page
     assert "null" not in page.split('id="herald-policy-source"')[1].split("</pre>")[0]
     # The topic's event-grid preset: 30 attempts at most, but its 24-hour time-to-live ends it after 11.
@@ -100,14 +101,14 @@ def test_subscription_page_shows_the_effective_policy_and_where_it_comes_from(ad
     bare = api.post("/api/topics/", {"name": "bare"}, format="json").json()
     plain = api.post("/api/subscriptions/", {"topic": bare["id"], "endpoint": receiver.url + "/3"},
                      format="json").json()
-    page = admin_client.get(f"/admin/subscriptions/subscription/{plain['id']}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_subscriptions/subscription/{plain['id']}/change/").content.decode()
     assert "From Herald&#x27;s default, HERALD_DEFAULT_DELIVERY_POLICY" in page
 
 
 def test_subscription_buttons_redrive_pause_and_resend_confirmation(admin_client, api, receiver, traffic,
                                                                      settings):
     topic, subscription = traffic
-    url = f"/admin/subscriptions/subscription/{subscription['id']}/"
+    url = f"/admin/herald_subscriptions/subscription/{subscription['id']}/"
     assert buttons(admin_client.get(url + "change/").content.decode()) == ["redrive", "pause"]
     receiver.script = [Reply(status=200)]
     response = admin_client.post(url + "do/redrive/", follow=True)
@@ -123,7 +124,7 @@ def test_subscription_buttons_redrive_pause_and_resend_confirmation(admin_client
     pending = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url + "/new"},
                        format="json").json()
     drain()
-    page_url = f"/admin/subscriptions/subscription/{pending['id']}/"
+    page_url = f"/admin/herald_subscriptions/subscription/{pending['id']}/"
     assert buttons(admin_client.get(page_url + "change/").content.decode()) == ["resend-confirmation"]
     receiver.script = lambda request: Reply(body=b'{"validationResponse": "%s"}' % request.json()["data"][
         "token"].encode())
@@ -140,7 +141,7 @@ def test_message_page_lists_every_subscription_with_its_outcome(admin_client, ap
     message_id = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": "good", "attributes": {"region": "us"}},
                           format="json").json()["message_id"]
     settle()
-    page = admin_client.get(f"/admin/delivery/message/{message_id}/change/").content.decode()
+    page = admin_client.get(f"/admin/herald_delivery/message/{message_id}/change/").content.decode()
     assert 'data-outcome="delivery_created"' in page and 'data-outcome="filtered_out"' in page
     assert "filtered out: attribute &#x27;region&#x27; is &quot;us&quot;, which meets none of [&quot;eu&quot;]" in page
     assert "delivered after 1 attempt(s)" in page

@@ -18,8 +18,7 @@ from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from delivery import signals
-from delivery.engine import journal, recording, transitions
+from delivery.engine import announce, journal, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
@@ -78,7 +77,7 @@ def release_expired_leases(now=None) -> int:
             attempts.append(attempt)
             finished[delivery.id] = changes["status"]
         Attempt.objects.bulk_create(attempts)
-        signals.deliveries_finished(finished)
+        announce.deliveries_finished(finished)
     if expired:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
@@ -147,7 +146,7 @@ def expire_held(now=None) -> int:
             total += Delivery.objects.filter(id__in=chosen, status=Delivery.Status.PENDING,
                                              next_attempt_at__isnull=True).update(
                 **transitions.finished(status, reason, now=now))
-            signals.deliveries_finished(dict.fromkeys(chosen, status))
+            announce.deliveries_finished(dict.fromkeys(chosen, status))
     return total
 
 

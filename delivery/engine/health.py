@@ -11,9 +11,8 @@ from django.db import connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from delivery import signals
 from delivery.conf import herald
-from delivery.engine import transitions
+from delivery.engine import announce, transitions
 from delivery.engine.wakeup import wake_dispatcher
 from delivery.models import Delivery
 from delivery.rules import circuit
@@ -112,7 +111,7 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
         )
         if to_state == circuit.ACTIVE:
             release_held(endpoint.id, now)
-        signals.endpoint_changed(endpoint, from_state, to_state, reason)
+        announce.endpoint_changed(endpoint, from_state, to_state, reason)
     return True
 
 

@@ -10,9 +10,8 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.db.models import Q
 
-from delivery import signals
 from delivery.conf import herald
-from delivery.engine import transitions
+from delivery.engine import announce, transitions
 from delivery.engine.effective import subscription_policy
 from delivery.models import Delivery
 
@@ -92,7 +91,7 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
     caller's transaction, after whose commit the finished ones are announced (delivery.signals)."""
     written = _write_back(claimed, updates)
-    signals.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]})
+    announce.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]})
     return written
 
 

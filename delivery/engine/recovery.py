@@ -3,8 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from delivery import signals
-from delivery.engine import transitions
+from delivery.engine import announce, transitions
 from delivery.engine.errors import ApplicationError
 from delivery.engine.queues import send_now_after_commit
 from delivery.engine.wakeup import wake_dispatcher
@@ -74,7 +73,7 @@ def delivery_dead_letter(*, delivery: Delivery) -> Delivery:
                                    status_code=409)
         Delivery.objects.filter(id=locked.id).update(
             **transitions.finished(Delivery.Status.DEAD_LETTERED, Delivery.DeadLetterReason.MANUAL, now=now))
-        signals.deliveries_finished({locked.id: Delivery.Status.DEAD_LETTERED})
+        announce.deliveries_finished({locked.id: Delivery.Status.DEAD_LETTERED})
     delivery.refresh_from_db()
     return delivery
 

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('subscriptions', '0001_initial'),
+        ('herald_subscriptions', '0001_initial'),
     ]
 
     operations = [
@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 ('published_at', models.DateTimeField(db_index=True)),
                 ('idempotency_key', models.CharField(blank=True, max_length=255, null=True)),
                 ('request_fingerprint', models.CharField(blank=True, default='', max_length=64)),
-                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='subscriptions.topic')),
+                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='herald_subscriptions.topic')),
             ],
             options={
                 'ordering': ['-published_at'],
@@ -51,9 +51,9 @@ class Migration(migrations.Migration):
                 ('enqueued_at', models.DateTimeField(blank=True, null=True)),
                 ('job_id', models.CharField(blank=True, default='', max_length=64)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='subscriptions.endpoint')),
-                ('subscription', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='subscriptions.subscription')),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='delivery.message')),
+                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='herald_subscriptions.endpoint')),
+                ('subscription', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='herald_subscriptions.subscription')),
+                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='herald_delivery.message')),
             ],
             options={
                 'verbose_name_plural': 'deliveries',
@@ -77,7 +77,7 @@ class Migration(migrations.Migration):
                 ('error_class', models.CharField(blank=True, choices=[('timeout', 'Timeout'), ('connection', 'Connection'), ('dns', 'Dns'), ('tls', 'Tls'), ('blocked_address', 'Blocked Address'), ('http_status', 'Http Status'), ('redirect', 'Redirect')], default='', max_length=32)),
                 ('error_detail', models.CharField(blank=True, default='', max_length=1024)),
                 ('outcome', models.CharField(choices=[('success', 'Success'), ('retryable_failure', 'Retryable Failure'), ('permanent_failure', 'Permanent Failure')], max_length=32)),
-                ('delivery', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='delivery.delivery')),
+                ('delivery', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='herald_delivery.delivery')),
             ],
             options={
                 'ordering': ['delivery_id', 'number'],

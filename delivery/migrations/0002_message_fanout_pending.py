@@ -6,8 +6,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0001_initial'),
-        ('subscriptions', '0001_initial'),
+        ('herald_delivery', '0001_initial'),
+        ('herald_subscriptions', '0001_initial'),
     ]
 
     operations = [

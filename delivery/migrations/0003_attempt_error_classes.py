@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0002_message_fanout_pending'),
+        ('herald_delivery', '0002_message_fanout_pending'),
     ]
 
     operations = [

@@ -7,8 +7,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0003_attempt_error_classes'),
-        ('subscriptions', '0001_initial'),
+        ('herald_delivery', '0003_attempt_error_classes'),
+        ('herald_subscriptions', '0001_initial'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0004_pull_model'),
+        ('herald_delivery', '0004_pull_model'),
     ]
 
     operations = [

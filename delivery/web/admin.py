@@ -147,18 +147,18 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
     @admin.display(description="message")
     def message_link(self, obj):
         return format_html('<a href="{}">{}</a> ({}, published {})',
-                           reverse("admin:delivery_message_change", args=[obj.message_id]), obj.message_id,
+                           reverse("admin:herald_delivery_message_change", args=[obj.message_id]), obj.message_id,
                            obj.message.event_type, obj.message.published_at.strftime("%Y-%m-%d %H:%M:%S"))
 
     @admin.display(description="subscription")
     def subscription_link(self, obj):
         return format_html('<a href="{}">#{} {}</a> ({})',
-                           reverse("admin:subscriptions_subscription_change", args=[obj.subscription_id]),
+                           reverse("admin:herald_subscriptions_subscription_change", args=[obj.subscription_id]),
                            obj.subscription_id, obj.subscription.topic.name, obj.subscription.status)
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
-        return format_html('<a href="{}">{}</a> {}', reverse("admin:subscriptions_endpoint_change",
+        return format_html('<a href="{}">{}</a> {}', reverse("admin:herald_subscriptions_endpoint_change",
                                                              args=[obj.endpoint_id]),
                            obj.endpoint.url, state_badge(obj.endpoint.state))
 
@@ -184,8 +184,8 @@ class AttemptAdmin(ReadOnlyAdmin):
 
     @admin.display(description="delivery", ordering="delivery_id")
     def delivery_link(self, obj):
-        return format_html('<a href="{}">#{}</a>', reverse("admin:delivery_delivery_change", args=[obj.delivery_id]),
-                           obj.delivery_id)
+        return format_html('<a href="{}">#{}</a>',
+                           reverse("admin:herald_delivery_delivery_change", args=[obj.delivery_id]), obj.delivery_id)
 
     @admin.display(description="request headers")
     def request_headers_view(self, obj):

@@ -153,7 +153,7 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
-        return format_html('<a href="{}">{}</a> {}', reverse("admin:subscriptions_endpoint_change",
+        return format_html('<a href="{}">{}</a> {}', reverse("admin:herald_subscriptions_endpoint_change",
                                                              args=[obj.endpoint_id]),
                            obj.endpoint.url, state_badge(obj.endpoint.state))
 
@@ -186,7 +186,7 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
         count = obj.dead_letter_count
         if not count:
             return 0
-        return format_html('<a href="/admin/delivery/delivery/?subscription__id__exact={}&status__exact='
+        return format_html('<a href="/admin/herald_delivery/delivery/?subscription__id__exact={}&status__exact='
                            'dead_lettered">{}</a>', obj.id, count)
 
     @admin.action(description="Redrive dead letters of selected subscriptions (fresh attempt budget)")
@@ -275,8 +275,8 @@ class EndpointAdmin(ButtonsMixin, admin.ModelAdmin):
             return "No attempts yet."
         rows = format_html_join("", '<tr><td><a href="{}">{}</a></td><td><a href="{}">#{}</a></td>'
                                     "<td>{}</td><td>{}</td><td>{} ms</td></tr>", (
-            (reverse("admin:delivery_attempt_change", args=[aid]), started.strftime("%Y-%m-%d %H:%M:%S"),
-             reverse("admin:delivery_delivery_change", args=[did]), did, outcome,
+            (reverse("admin:herald_delivery_attempt_change", args=[aid]), started.strftime("%Y-%m-%d %H:%M:%S"),
+             reverse("admin:herald_delivery_delivery_change", args=[did]), did, outcome,
              status if status else (error or "—"), duration)
             for aid, did, started, outcome, status, error, duration in attempts))
         return format_html('<table class="herald-table" id="herald-recent-attempts"><thead><tr><th>started</th>'

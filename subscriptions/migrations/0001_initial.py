@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
                 ('window_attempts', models.PositiveIntegerField(default=0)),
                 ('window_failures', models.PositiveIntegerField(default=0)),
                 ('actor', models.ForeignKey(blank=True, help_text='The operator, for manual changes.', null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='transitions', to='subscriptions.endpoint')),
+                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='transitions', to='herald_subscriptions.endpoint')),
             ],
             options={
                 'ordering': ['-at', '-id'],
@@ -62,7 +62,7 @@ class Migration(migrations.Migration):
                 ('bucket', models.BigIntegerField(help_text='Start of the slice, in seconds since the epoch.')),
                 ('attempts', models.PositiveIntegerField(default=0)),
                 ('failures', models.PositiveIntegerField(default=0)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='window_buckets', to='subscriptions.endpoint')),
+                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='window_buckets', to='herald_subscriptions.endpoint')),
             ],
         ),
         migrations.CreateModel(
@@ -96,8 +96,8 @@ class Migration(migrations.Migration):
                 ('confirmed_at', models.DateTimeField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='subscriptions', to='subscriptions.endpoint')),
-                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to='subscriptions.topic')),
+                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='subscriptions', to='herald_subscriptions.endpoint')),
+                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to='herald_subscriptions.topic')),
             ],
             options={
                 'ordering': ['id'],

@@ -280,9 +280,9 @@ def settle(database: str, timeout: float, stall: float) -> tuple[float, int]:
     while time.monotonic() - began < timeout and time.monotonic() - last_progress < stall:
         try:
             with psycopg.connect(database) as conn:
-                left = conn.execute("SELECT count(*) FROM delivery_delivery WHERE status IN "
+                left = conn.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
                                     "('pending', 'in_flight')").fetchone()[0]
-                left += conn.execute("SELECT count(*) FROM delivery_message WHERE fanout_pending").fetchone()[0]
+                left += conn.execute("SELECT count(*) FROM herald_delivery_message WHERE fanout_pending").fetchone()[0]
         except psycopg.OperationalError:
             left = -1
         if left >= 0 and (lowest is None or left < lowest):
@@ -302,19 +302,20 @@ def received(path: str) -> list[dict]:
 def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) -> dict:
     with psycopg.connect(stack.postgres.url) as conn:
         deliveries = {(str(m), s): (status, reason) for m, s, status, reason in conn.execute(
-            "SELECT message_id, subscription_id, status, dead_letter_reason FROM delivery_delivery")}
+            "SELECT message_id, subscription_id, status, dead_letter_reason FROM herald_delivery_delivery")}
         attempts = conn.execute("SELECT d.subscription_id, a.error_class, a.response_status IS NOT NULL, count(*) "
-                                "FROM delivery_attempt a JOIN delivery_delivery d ON d.id = a.delivery_id "
+                                "FROM herald_delivery_attempt a "
+                                "JOIN herald_delivery_delivery d ON d.id = a.delivery_id "
                                 "GROUP BY 1, 2, 3").fetchall()
-        stored_messages = conn.execute("SELECT count(*) FROM delivery_message").fetchone()[0]
+        stored_messages = conn.execute("SELECT count(*) FROM herald_delivery_message").fetchone()[0]
         tries = defaultdict(list)  # (message id, subscription id) -> error classes of its attempts, in order
         for m, sid, error_class in conn.execute(
-                "SELECT d.message_id, d.subscription_id, a.error_class FROM delivery_attempt a "
-                "JOIN delivery_delivery d ON d.id = a.delivery_id ORDER BY a.delivery_id, a.number"):
+                "SELECT d.message_id, d.subscription_id, a.error_class FROM herald_delivery_attempt a "
+                "JOIN herald_delivery_delivery d ON d.id = a.delivery_id ORDER BY a.delivery_id, a.number"):
             tries[(str(m), sid)].append(error_class or "-")
         open_rows = conn.execute(
             "SELECT d.status, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
-            "e.state, count(*) FROM delivery_delivery d JOIN subscriptions_endpoint e "
+            "e.state, count(*) FROM herald_delivery_delivery d JOIN herald_subscriptions_endpoint e "
             "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight') GROUP BY 1, 2, 3, 4, 5 "
             "ORDER BY 6 DESC LIMIT 20").fetchall()
     stuck_rows = [tuple(row) for row in open_rows]

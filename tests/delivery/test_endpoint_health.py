@@ -129,7 +129,7 @@ def test_held_deliveries_keep_their_time_to_live(api, receiver, run_worker):
 def test_admin_actions_call_the_services(admin_client, api, receiver):
     _, subscription = subscribe(api, receiver, None)
     endpoint_id = subscription["endpoint_id"]
-    url = "/admin/subscriptions/endpoint/"
+    url = "/admin/herald_subscriptions/endpoint/"
     for action, state in [("freeze", "frozen"), ("enable", "active"), ("disable", "disabled"), ("enable", "active")]:
         response = admin_client.post(url, {"action": action, "_selected_action": [endpoint_id]})
         assert response.status_code == 302

@@ -79,17 +79,18 @@ def test_the_due_work_query_reads_a_batch_whatever_the_backlog(three):
     later = timezone.now() + timedelta(hours=1)
     with connection.cursor() as cursor:
         cursor.execute(
-            """INSERT INTO delivery_message (id, topic_id, payload, payload_is_text, event_type, subject, attributes,
+            """INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type, subject,
+                                             attributes,
                                              published_at, request_fingerprint, fanout_pending)
                SELECT gen_random_uuid(), %s, '1', false, 'bench', '', '{}', now(), '', false
                FROM generate_series(1, 50000)""", [delivery.message.topic_id])
         cursor.execute(
-            """INSERT INTO delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
+            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
                                               attempt_count, budget_attempts, dead_letter_reason, created_at)
                SELECT m.id, %s, %s, 'pending', %s, 0, 0, '', now()
-               FROM delivery_message m WHERE m.event_type = 'bench'""",
+               FROM herald_delivery_message m WHERE m.event_type = 'bench'""",
             [delivery.subscription_id, delivery.endpoint_id, later])
-        cursor.execute("ANALYZE delivery_delivery")
+        cursor.execute("ANALYZE herald_delivery_delivery")
     due = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now())
            .exclude(endpoint_id__in=[]).order_by("next_attempt_at").values_list("id", "endpoint_id")[:1024])
 

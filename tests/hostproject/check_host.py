@@ -61,8 +61,8 @@ def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(
     assert [(row["outcome"], row["delivery"]["status"]) for row in fanout] == [("delivery_created", "succeeded")]
 
     client.force_login(shop)
-    for page in ("/admin/", "/admin/delivery/delivery/", f"/admin/delivery/message/{message_id}/change/",
-                 "/admin/subscriptions/endpoint/", "/herald/dashboard/", "/herald/api/"):
+    for page in ("/admin/", "/admin/herald_delivery/delivery/", f"/admin/herald_delivery/message/{message_id}/change/",
+                 "/admin/herald_subscriptions/endpoint/", "/herald/dashboard/", "/herald/api/"):
         assert client.get(page).status_code == 200, page
     docs = client.get("/herald/api/docs/").content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs and "cdn" not in docs

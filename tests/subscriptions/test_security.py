@@ -121,8 +121,8 @@ def test_secrets_never_show_outside_create_and_rotate(api, receiver, admin_clien
     rotated = api.post(f"/api/subscriptions/{subscription['id']}/rotate-secret/").json()["secret"]
     for text in [
         api.get("/api/subscriptions/").content, api.get(f"/api/subscriptions/{subscription['id']}/").content,
-        admin_client.get("/admin/subscriptions/subscription/").content,
-        admin_client.get(f"/admin/subscriptions/subscription/{subscription['id']}/change/").content,
+        admin_client.get("/admin/herald_subscriptions/subscription/").content,
+        admin_client.get(f"/admin/herald_subscriptions/subscription/{subscription['id']}/change/").content,
     ]:
         assert secret.encode() not in text and rotated.encode() not in text
 

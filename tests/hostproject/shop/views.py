@@ -5,7 +5,7 @@ from django.db import transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from delivery import publish
+from delivery.events import publish
 from delivery.receiver import webhook_receiver
 from shop.models import Customer, Order, ReceivedEvent
 

@@ -11,7 +11,12 @@ itself are not announced (an unreachable operator endpoint would otherwise feed 
 
 import logging
 
+from django.contrib.auth import get_user_model
+
 from delivery.conf import herald
+from delivery.engine.publishing import message_publish
+from delivery.engine.subscribing import topic_create
+from subscriptions.models import Topic
 
 log = logging.getLogger(__name__)
 STATE_EVENTS = {"disabled": "herald.endpoint.disabled", "frozen": "herald.endpoint.frozen",
@@ -22,12 +27,17 @@ def enabled() -> bool:
     return bool(herald.OPERATIONAL_EVENTS_TOPIC and herald.OPERATIONAL_EVENTS_OWNER)
 
 
-def _publish(event_type: str, subject: str, payload: dict, attributes: dict) -> None:
-    from delivery.events import publish
+def _topic() -> Topic:
+    User = get_user_model()
+    owner = User.objects.get(**{User.USERNAME_FIELD: herald.OPERATIONAL_EVENTS_OWNER})
+    return (Topic.objects.filter(owner=owner, name=herald.OPERATIONAL_EVENTS_TOPIC).first()
+            or topic_create(owner=owner, name=herald.OPERATIONAL_EVENTS_TOPIC)[0])
 
+
+def _publish(event_type: str, subject: str, payload: dict, attributes: dict) -> None:
     try:
-        publish(herald.OPERATIONAL_EVENTS_TOPIC, payload, owner=herald.OPERATIONAL_EVENTS_OWNER,
-                event_type=event_type, subject=subject, attributes=attributes, create=True)
+        message_publish(topic=_topic(), payload=payload, event_type=event_type, subject=subject,
+                        attributes={key: str(value) for key, value in attributes.items()})
     except Exception:  # an operational event must never break the delivery that caused it
         log.exception("operational event %s could not be published", event_type)
 
