@@ -30,7 +30,7 @@ def empty_redis():
 
 
 def test_herald_is_the_installed_package():
-    assert "/site/delivery/" in delivery.__file__, delivery.__file__
+    assert "/site-packages/delivery/" in delivery.__file__, delivery.__file__
 
 
 def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(live_server, client):

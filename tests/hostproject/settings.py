@@ -5,8 +5,6 @@ webhook address). Run by tests/test_host_project.py against the installed packag
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-import dj_database_url
-
 SECRET_KEY = "host-project-test-key"
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
@@ -51,7 +49,8 @@ TEMPLATES = [{
 
 # The host's database (this test: a database of its own on the test server).
 database = urlsplit(os.environ["DATABASE_URL"])
-DATABASES = {"default": dj_database_url.parse(urlunsplit(database._replace(path="/herald_host")))}
+DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "herald_host", "HOST": database.hostname,
+                         "PORT": database.port, "USER": database.username, "PASSWORD": database.password or ""}}
 
 # Herald's queues on the host's Redis (this test: a database index of its own).
 REDIS_URL = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path="/3"))
