@@ -54,6 +54,9 @@ DEFAULTS: dict[str, object] = {
     # OPERATIONAL_EVENTS_OWNER's, when both are set (docs/embedding.md).
     "OPERATIONAL_EVENTS_TOPIC": "",
     "OPERATIONAL_EVENTS_OWNER": "",
+    # Fernet keys encrypting signing secrets at rest, newest first (subscriptions/secrets.py reads this setting;
+    # empty: a key derived from SECRET_KEY).
+    "SECRET_KEYS": [],
     # publish("name", …) from code: whose topic of that name (a username), and whether a missing one is created.
     "PUBLISH_OWNER": "",
     "CREATE_TOPICS_ON_PUBLISH": False,

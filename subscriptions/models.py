@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from subscriptions.secrets import EncryptedSecretField, Unreadable, UnreadableSecret
 from subscriptions.states import EndpointState, SubscriptionStatus, choices
 
 TOPIC_NAME_VALIDATOR = RegexValidator(
@@ -67,8 +68,9 @@ class Subscription(models.Model):
     delivery_policy = models.JSONField(null=True, blank=True)
     filter_policy = models.JSONField(null=True, blank=True)
     raw_message_delivery = models.BooleanField(default=False)
-    secret = models.CharField(max_length=64, default=generate_secret)
-    previous_secret = models.CharField(max_length=64, blank=True, default="")
+    # Encrypted at rest (subscriptions/secrets.py): the column holds `fernet:<token>`, the attribute the secret.
+    secret = EncryptedSecretField(default=generate_secret)
+    previous_secret = EncryptedSecretField(blank=True, default="")
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=32, choices=choices(SubscriptionStatus), default=Status.PENDING_CONFIRMATION)
     confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
@@ -91,8 +93,13 @@ class Subscription(models.Model):
     def signing_secrets(self, now) -> tuple[str, ...]:
         """The secrets to sign with: the current one, plus the previous one while a rotation's grace period runs."""
         if self.previous_secret and self.previous_secret_expires_at and self.previous_secret_expires_at > now:
-            return (self.secret, self.previous_secret)
-        return (self.secret,)
+            chosen = (self.secret, self.previous_secret)
+        else:
+            chosen = (self.secret,)
+        if any(isinstance(secret, Unreadable) for secret in chosen):
+            raise UnreadableSecret("no key in HERALD_SECRET_KEYS decrypts this subscription's signing secret; "
+                                   "rotate its secret (docs/security.md)")
+        return chosen
 
 
 class EndpointTransition(models.Model):

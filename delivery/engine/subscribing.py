@@ -13,6 +13,7 @@ from delivery.models import Delivery
 from delivery.rules import policy as delivery_policy
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
+from subscriptions.secrets import Unreadable
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
 
@@ -137,7 +138,10 @@ def subscription_rotate_secret(*, subscription: Subscription) -> Subscription:
     now = timezone.now()
     with transaction.atomic():
         locked = Subscription.objects.select_for_update().get(id=subscription.id)
-        locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
+        if isinstance(locked.secret, Unreadable):  # its key was lost: nothing to keep signing with
+            locked.previous_secret, locked.previous_secret_expires_at = "", None
+        else:
+            locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
         locked.secret = generate_secret()
         locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
     return locked
