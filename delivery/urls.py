@@ -14,7 +14,7 @@ from delivery.web.dashboard import dashboard
 from delivery.web.docs import RedocView, SchemaView, SwaggerView
 from delivery.web.prometheus import metrics
 from delivery.web.subscription_views import EndpointViewSet, SubscriptionViewSet, TopicViewSet
-from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewView
+from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
 
 app_name = "herald"
 
@@ -47,8 +47,9 @@ docs = [
     path("redoc/", RedocView.as_view(url_name="herald:schema"), name="api-redoc"),
 ]
 urlpatterns = [
-    path("api/", include([path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"), *docs,
-                          *router.urls])),
+    path("api/", include([path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"),
+                          path("keys/<int:owner_id>/jwks.json", SigningKeysView.as_view(), name="signing-keys"),
+                          *docs, *router.urls])),
     path("dashboard/", dashboard, name="dashboard"),
     path("metrics", metrics, name="metrics"),
 ]

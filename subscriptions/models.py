@@ -6,7 +6,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from subscriptions.secrets import EncryptedSecretField, Unreadable, UnreadableSecret
-from subscriptions.states import EndpointState, SubscriptionStatus, choices
+from subscriptions.states import EndpointState, SignatureScheme, SubscriptionStatus, choices
 
 TOPIC_NAME_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.' or '-'."
@@ -68,6 +68,8 @@ class Subscription(models.Model):
     delivery_policy = models.JSONField(null=True, blank=True)
     filter_policy = models.JSONField(null=True, blank=True)
     raw_message_delivery = models.BooleanField(default=False)
+    signature_scheme = models.CharField(max_length=16, choices=choices(SignatureScheme),
+                                        default=SignatureScheme.HMAC_SHA256)
     # Encrypted at rest (subscriptions/secrets.py): the column holds `fernet:<token>`, the attribute the secret.
     secret = EncryptedSecretField(default=generate_secret)
     previous_secret = EncryptedSecretField(blank=True, default="")

@@ -10,6 +10,11 @@ class SubscriptionStatus(StrEnum):
     PAUSED = "paused"
 
 
+class SignatureScheme(StrEnum):
+    HMAC_SHA256 = "hmac-sha256"  # Standard Webhooks v1, a shared whsec_ secret
+    ED25519 = "ed25519"  # Standard Webhooks v1a, a whsk_ signing key; receivers hold only its whpk_ public key
+
+
 class EndpointState(StrEnum):
     ACTIVE = "active"
     DISABLED = "disabled"  # tried by one probe per interval

@@ -11,9 +11,11 @@ from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
 from delivery.rules import policy as delivery_policy
+from delivery.rules import signing
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
 from subscriptions.secrets import Unreadable
+from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
 
@@ -74,8 +76,14 @@ def endpoint_for(*, owner, url: str) -> Endpoint:
     return endpoint
 
 
+def new_secret(scheme: str) -> str:
+    """A `whsec_` secret (HMAC) or a `whsk_` Ed25519 signing key."""
+    return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
+
+
 def subscription_create(
-    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None
+    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
+    signature_scheme=None,
 ) -> tuple[Subscription, str | None]:
     """(subscription, signing secret), the secret shown to the caller this once. Like SNS Subscribe, subscribing an
     endpoint again to the same topic returns the existing subscription (secret None: it is never shown again)
@@ -87,9 +95,10 @@ def subscription_create(
         existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
         if existing is not None:
             asked = {"delivery_policy": delivery_policy or None, "filter_policy": filter_policy or None,
-                     "raw_message_delivery": bool(raw_message_delivery)}
+                     "raw_message_delivery": bool(raw_message_delivery), "signature_scheme": signature_scheme}
             given = {"delivery_policy": delivery_policy is not None, "filter_policy": filter_policy is not None,
-                     "raw_message_delivery": raw_message_delivery is not None}
+                     "raw_message_delivery": raw_message_delivery is not None,
+                     "signature_scheme": signature_scheme is not None}
             different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)]
             if different:
                 raise ApplicationError(
@@ -104,7 +113,8 @@ def subscription_create(
             delivery_policy=delivery_policy or None,
             filter_policy=filter_policy or None,
             raw_message_delivery=bool(raw_message_delivery),
-            secret=generate_secret(),
+            signature_scheme=signature_scheme or SignatureScheme.HMAC_SHA256,
+            secret=new_secret(signature_scheme or SignatureScheme.HMAC_SHA256),
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
         )
         if not confirmed:
@@ -113,6 +123,11 @@ def subscription_create(
 
 
 def subscription_update(*, subscription: Subscription, **changes) -> Subscription:
+    """Apply the changes. A new signature scheme brings a new secret or key of that scheme; the old one keeps
+    signing beside it for the rotation's grace period, so receivers can switch without failing a request."""
+    scheme = changes.pop("signature_scheme", None)
+    if scheme is not None and scheme != subscription.signature_scheme:
+        subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
     if "delivery_policy" in changes:
         validate_policy(changes["delivery_policy"])
         changes["delivery_policy"] = changes["delivery_policy"] or None
@@ -132,9 +147,10 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
 ROTATION_GRACE = timedelta(hours=24)
 
 
-def subscription_rotate_secret(*, subscription: Subscription) -> Subscription:
-    """A new secret; the old one keeps signing beside it for 24 hours. A rotation during a grace period ends the
-    older secret at once (only two are ever in use)."""
+def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None = None) -> Subscription:
+    """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes); the old one keeps
+    signing beside it for 24 hours. A rotation during a grace period ends the older secret at once (only two are
+    ever in use)."""
     now = timezone.now()
     with transaction.atomic():
         locked = Subscription.objects.select_for_update().get(id=subscription.id)
@@ -142,6 +158,8 @@ def subscription_rotate_secret(*, subscription: Subscription) -> Subscription:
             locked.previous_secret, locked.previous_secret_expires_at = "", None
         else:
             locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
-        locked.secret = generate_secret()
-        locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
+        locked.signature_scheme = scheme or locked.signature_scheme
+        locked.secret = new_secret(locked.signature_scheme)
+        locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "signature_scheme",
+                                   "updated_at"])
     return locked

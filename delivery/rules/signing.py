@@ -1,7 +1,9 @@
 """Standard Webhooks signatures (pure; no Django).
 
-`webhook-signature` is `v1,` + base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}")), where the key is the base64
-part of a `whsec_` secret. During a secret rotation several signatures are sent, space-separated.
+Symmetric: `v1,` + base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}")), the key being the base64 part of a
+`whsec_` secret. Asymmetric: `v1a,` + base64(Ed25519 signature of the same content), made with a `whsk_` signing key
+(base64 of the 32-byte private seed) and verified with its `whpk_` public key (base64 of the 32-byte public key).
+During a rotation several signatures are sent, space-separated; a receiver accepts the request if any matches.
 """
 
 import base64
@@ -9,7 +11,39 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 SECRET_PREFIX = "whsec_"
+SIGNING_KEY_PREFIX = "whsk_"
+PUBLIC_KEY_PREFIX = "whpk_"
+
+
+def generate_signing_key() -> str:
+    seed = Ed25519PrivateKey.generate().private_bytes_raw()
+    return SIGNING_KEY_PREFIX + base64.b64encode(seed).decode()
+
+
+def _private(signing_key: str) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(base64.b64decode(signing_key[len(SIGNING_KEY_PREFIX):]))
+
+
+def public_key(signing_key: str) -> str:
+    """The `whpk_` public key of a `whsk_` signing key."""
+    raw = _private(signing_key).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return PUBLIC_KEY_PREFIX + base64.b64encode(raw).decode()
+
+
+def public_key_bytes(key: str) -> bytes:
+    """The raw 32 bytes of a `whpk_` key (or of a `whsk_` key's public half)."""
+    if key.startswith(SIGNING_KEY_PREFIX):
+        key = public_key(key)
+    return base64.b64decode(key[len(PUBLIC_KEY_PREFIX):])
+
+
+def is_asymmetric(key: str) -> bool:
+    return key.startswith((SIGNING_KEY_PREFIX, PUBLIC_KEY_PREFIX))
 
 
 def secret_key(secret: str) -> bytes:
@@ -19,6 +53,8 @@ def secret_key(secret: str) -> bytes:
 
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     signed = f"{msg_id}.{timestamp}.".encode() + body
+    if secret.startswith(SIGNING_KEY_PREFIX):
+        return "v1a," + base64.b64encode(_private(secret).sign(signed)).decode()
     digest = hmac.new(secret_key(secret), signed, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()
 
@@ -28,6 +64,19 @@ def signature_header(secrets: Iterable[str], msg_id: str, timestamp: int, body: 
 
 
 def verify(secret: str, msg_id: str, timestamp: int, body: bytes, header: str) -> bool:
+    """Does any signature in `header` hold for `secret` (a `whsec_` secret, or a `whpk_`/`whsk_` key)?"""
+    if is_asymmetric(secret):
+        key = Ed25519PublicKey.from_public_bytes(public_key_bytes(secret))
+        signed = f"{msg_id}.{timestamp}.".encode() + body
+        for candidate in header.split():
+            if not candidate.startswith("v1a,"):
+                continue
+            try:
+                key.verify(base64.b64decode(candidate[4:]), signed)
+                return True
+            except (InvalidSignature, ValueError):
+                continue
+        return False
     expected = sign(secret, msg_id, timestamp, body)
     return any(hmac.compare_digest(expected, candidate) for candidate in header.split())
 
@@ -52,5 +101,5 @@ def check(secrets: Iterable[str], msg_id: str | None, timestamp: str | None, hea
             if verify(secret, msg_id, stamp, body, header):
                 return None
         except ValueError:
-            return "a secret is not a valid whsec_ secret"
+            return "a secret is not a valid whsec_ secret or whpk_ key"
     return "no signature matches the secret(s)"

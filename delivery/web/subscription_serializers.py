@@ -1,9 +1,14 @@
+from django.urls import reverse
+from django.utils import timezone
 from rest_framework import serializers
 
 from delivery.engine.effective import subscription_policy
+from delivery.rules import signing
 from delivery.rules.filter_policy import FilterPolicyError
 from delivery.rules.filter_policy import validate as validate_filter
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
+from subscriptions.secrets import Unreadable
+from subscriptions.states import SignatureScheme
 
 
 class TopicSerializer(serializers.ModelSerializer):
@@ -65,16 +70,40 @@ class SubscriptionSerializer(serializers.ModelSerializer):
     endpoint_id = serializers.IntegerField(source="endpoint.id", read_only=True)
     endpoint_state = serializers.CharField(source="endpoint.state", read_only=True)
     effective_delivery_policy = serializers.SerializerMethodField()
+    signature_scheme = serializers.ChoiceField(
+        choices=[s.value for s in SignatureScheme], required=False,
+        help_text="hmac-sha256 (v1, a shared whsec_ secret; the default) or ed25519 (v1a: Herald keeps the signing "
+                  "key, receivers verify with public_key). Changing it issues a new key; the old one signs too for "
+                  "24 hours.")
+    public_key = serializers.SerializerMethodField(help_text="ed25519: the whpk_ key receivers verify with.")
+    previous_public_key = serializers.SerializerMethodField(
+        help_text="ed25519: the previous key, while a rotation's grace period runs.")
+    signing_keys_url = serializers.SerializerMethodField(
+        help_text="ed25519: the owner's public keys as a JSON Web Key Set (no token needed).")
 
     class Meta:
         model = Subscription
         fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
-                  "effective_delivery_policy", "filter_policy", "raw_message_delivery", "status", "confirmed_at",
-                  "created_at", "updated_at"]
+                  "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
+                  "public_key", "previous_public_key", "signing_keys_url", "status", "confirmed_at", "created_at",
+                  "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "created_at", "updated_at"]
 
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document
+
+    def get_public_key(self, obj) -> str | None:
+        return public_key_of(obj.secret)
+
+    def get_signing_keys_url(self, obj) -> str | None:
+        if obj.signature_scheme != SignatureScheme.ED25519:
+            return None
+        return reverse("herald:signing-keys", args=[obj.topic.owner_id])
+
+    def get_previous_public_key(self, obj) -> str | None:
+        if obj.previous_secret_expires_at is None or obj.previous_secret_expires_at <= timezone.now():
+            return None
+        return public_key_of(obj.previous_secret)
 
     def validate_filter_policy(self, value):
         try:
@@ -95,16 +124,38 @@ class SubscriptionUpdateSerializer(SubscriptionSerializer):
     topic = serializers.PrimaryKeyRelatedField(read_only=True)
 
 
+def public_key_of(secret) -> str | None:
+    """The whpk_ public key of an Ed25519 signing key (never the key itself); None for an HMAC secret."""
+    if not secret or isinstance(secret, Unreadable) or not secret.startswith(signing.SIGNING_KEY_PREFIX):
+        return None
+    return signing.public_key(secret)
+
+
+def shareable_secret(obj) -> str | None:
+    """The secret a receiver needs, shown once: an HMAC secret; None for Ed25519 (the private key never leaves)."""
+    return None if public_key_of(obj.secret) else obj.secret
+
+
 class SubscriptionCreatedSerializer(SubscriptionSerializer):
-    secret = serializers.CharField(read_only=True)
+    secret = serializers.SerializerMethodField(help_text="hmac-sha256: the whsec_ secret, shown only this once.")
 
     class Meta(SubscriptionSerializer.Meta):
         fields = SubscriptionSerializer.Meta.fields + ["secret"]
 
+    def get_secret(self, obj) -> str | None:
+        return shareable_secret(obj)
+
 
 class RotatedSecretSerializer(serializers.Serializer):
-    secret = serializers.CharField()
+    secret = serializers.SerializerMethodField(help_text="hmac-sha256: the new whsec_ secret, shown only this once.")
+    public_key = serializers.SerializerMethodField(help_text="ed25519: the new whpk_ public key.")
     previous_secret_expires_at = serializers.DateTimeField()
+
+    def get_secret(self, obj) -> str | None:
+        return shareable_secret(obj)
+
+    def get_public_key(self, obj) -> str | None:
+        return public_key_of(obj.secret)
 
 
 class PublishSerializer(serializers.Serializer):

@@ -180,6 +180,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         subscription, secret = subscribing.subscription_create(
             topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
+            signature_scheme=data.get("signature_scheme"),
         )
         if secret is None:
             body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data

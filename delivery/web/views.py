@@ -1,6 +1,10 @@
+import base64
+
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -8,6 +12,7 @@ from delivery.engine import recovery
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
+from delivery.rules import signing
 from delivery.web import fanout_report
 from delivery.web.base import HeraldAPI, extend_schema
 from delivery.web.filters import DeliveryFilter, MessageFilter
@@ -21,6 +26,9 @@ from delivery.web.serializers import (
     NoBodySerializer,
     PolicyPreviewSerializer,
 )
+from delivery.web.subscription_serializers import public_key_of
+from subscriptions.models import Subscription
+from subscriptions.states import SignatureScheme
 
 
 class ReadOnlyViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -110,3 +118,30 @@ class PolicyPreviewView(HeraldAPI, APIView):
             "total_seconds": rows[-1]["offset"],
             "ends": effective.schedule_end(rows),
         })
+
+
+class SigningKeysView(HeraldAPI, APIView):
+    """The Ed25519 public keys of one owner's subscriptions, as a JSON Web Key Set: what receivers verify `v1a`
+    signatures with (`kid` names the subscription; a key in a rotation's grace period is listed beside the new
+    one). Public, like any public key: no token needed."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: dict}, auth=[])
+    def get(self, request, owner_id: int):
+        now = timezone.now()
+        keys = []
+        for subscription in Subscription.objects.filter(topic__owner_id=owner_id,
+                                                        signature_scheme=SignatureScheme.ED25519).order_by("id"):
+            current = [("", subscription.secret)]
+            if subscription.previous_secret_expires_at and subscription.previous_secret_expires_at > now:
+                current.append(("-previous", subscription.previous_secret))
+            for suffix, secret in current:
+                public = public_key_of(secret)
+                if public:
+                    raw = signing.public_key_bytes(public)
+                    keys.append({"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
+                                 "kid": f"subscription-{subscription.id}{suffix}",
+                                 "x": base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), "whpk": public})
+        return Response({"keys": keys}, headers={"Cache-Control": "public, max-age=300"})

@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 from delivery.models import Delivery
 
 pytestmark = pytest.mark.django_db
-PUBLIC = {("get", "/api/subscriptions/confirm/"), ("get", "/api/schema/")}  # the token is the credential
+# The confirmation token is the credential; the schema and public keys are public by nature.
+PUBLIC = {("get", "/api/subscriptions/confirm/"), ("get", "/api/schema/"), ("get", "/api/keys/{owner_id}/jwks.json")}
 
 
 def operations():
