@@ -36,6 +36,9 @@ DEFAULTS: dict[str, object] = {
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
     "CA_BUNDLE": "",
+    # Every delivery through this HTTP proxy (e.g. "http://egress.internal:3128"), so requests leave from its fixed
+    # addresses; the address guard still checks every destination (docs/security.md).
+    "EGRESS_PROXY": "",
     "SEND_START_WINDOW_SECONDS": 10.0,
     "INLINE_FANOUT": 500,
     "LEASE_MARGIN_SECONDS": 30,

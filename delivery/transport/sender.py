@@ -10,6 +10,9 @@ What every send guarantees:
 - one deadline for the whole request (connect, send, headers, body), however the endpoint drips its answer;
 - bounded reads: headers up to MAX_FIELD_BYTES each, the body read up to DRAIN_LIMIT and only EXCERPT_BYTES kept;
 - no redirects, no proxies or credentials from the environment, no cookies kept between endpoints;
+- with HERALD_EGRESS_PROXY, every request leaves through that proxy, addressed to the IP the guard checked (CONNECT
+  `ip:port` for HTTPS, with SNI and the certificate check on the name; an absolute `http://ip:port/…` for HTTP, with
+  the name in Host), so the proxy never resolves a name and cannot be a way around the guard;
 - a per-endpoint concurrency limit, so one slow endpoint cannot take every slot. A send that cannot start before
   its `start_by` (its endpoint's slots stayed busy) is not sent at all: its future answers None, not an attempt.
 """
@@ -34,6 +37,7 @@ from delivery.transport.ssrf import (
     GuardedResolver,
     Unresolvable,
     blocked_reason,
+    checked_addresses,
     literal_address,
     parse_networks,
 )
@@ -98,6 +102,10 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return ErrorClass.DNS, f"the host does not resolve: {exc.os_error}"
     if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
         return ErrorClass.TLS, f"TLS failed: {exc}"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return ErrorClass.CONNECTION, f"the egress proxy refused the connection: {exc.status} {exc.message}"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return ErrorClass.CONNECTION, f"could not connect to the egress proxy: {exc.os_error.strerror or exc}"
     if isinstance(exc, aiohttp.ClientResponseError):  # the parser refused the answer
         return ErrorClass.INVALID_RESPONSE, f"the answer is not valid HTTP: {exc.message}"
     if isinstance(exc, aiohttp.ClientConnectorError):
@@ -105,6 +113,29 @@ def classify(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return ErrorClass.CONNECTION, "the endpoint closed the connection before answering"
     return ErrorClass.CONNECTION, f"{type(exc).__name__}: {exc}"
+
+
+def egress_proxy() -> str:
+    return herald.EGRESS_PROXY
+
+
+def proxy_host() -> set[str]:
+    """The egress proxy's host name: the one private destination the resolver lets through (connections to it)."""
+    proxy = egress_proxy()
+    return {urlsplit(proxy).hostname} if proxy else set()
+
+
+async def pinned(url: str) -> tuple[str, str]:
+    """(the URL with its host replaced by the address the guard checked, the original host[:port] for Host/SNI)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = literal_address(host)
+    if address is None:
+        loop = asyncio.get_running_loop()
+        address = (await loop.run_in_executor(None, checked_addresses, host, port, allowed_networks()))[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    return parts._replace(netloc=f"{literal}:{port}").geturl(), parts.netloc.rpartition("@")[2]
 
 
 def pre_checked(url: str) -> None:
@@ -142,7 +173,8 @@ class Transport:
 
     async def _open(self) -> None:
         self.slots = asyncio.Semaphore(self.max_in_flight)
-        connector = aiohttp.TCPConnector(limit=0, use_dns_cache=False, resolver=GuardedResolver(allowed_networks),
+        connector = aiohttp.TCPConnector(limit=0, use_dns_cache=False,
+                                         resolver=GuardedResolver(allowed_networks, exempt=proxy_host),
                                          keepalive_timeout=30, enable_cleanup_closed=True)
         self.session = aiohttp.ClientSession(
             connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
@@ -205,10 +237,16 @@ class Transport:
         try:
             async with asyncio.timeout(timeout):
                 pre_checked(request.url)
+                url, headers, extra = request.url, request.headers, {}
+                proxy = egress_proxy()
+                if proxy:
+                    url, netloc = await pinned(request.url)
+                    headers = {**request.headers, "Host": netloc}
+                    extra = {"proxy": proxy, "server_hostname": urlsplit(request.url).hostname}
                 async with self.session.post(
-                        request.url, data=request.body, headers=request.headers, allow_redirects=False,
-                        ssl=ssl_context(),
-                        timeout=aiohttp.ClientTimeout(total=None, connect=min(timeout, CONNECT_TIMEOUT_CAP))) as resp:
+                        url, data=request.body, headers=headers, allow_redirects=False, ssl=ssl_context(),
+                        timeout=aiohttp.ClientTimeout(total=None, connect=min(timeout, CONNECT_TIMEOUT_CAP)),
+                        **extra) as resp:
                     excerpt = await read_excerpt(resp)
                     status, headers = resp.status, clean_headers(resp.headers)
         except Exception as exc:  # the sender never raises: every failure becomes a result
