@@ -55,11 +55,20 @@ def test_a_blocked_destination_never_reaches_the_proxy(proxy, monkeypatch):
     assert proxy.targets == []
 
 
-def test_a_refusing_proxy_is_a_connection_failure(proxy, receiver, hooks_test_is_local):
+def test_a_proxy_refusing_a_tunnel_is_a_connection_failure(proxy, tls_receiver):  # noqa: F811
     proxy.refuse = True
+    port = tls_receiver.server.server_address[1]
+    result = sender.send(OutgoingRequest(url=f"https://hooks.test:{port}/hook", body=b"{}"), timeout=5)
+    assert result.error_class == "connection"
+    assert result.error_detail == "the egress proxy refused the connection: 403 Forbidden"
+    assert tls_receiver.requests == []
+
+
+def test_a_dead_proxy_is_a_connection_failure_naming_it(settings, receiver, hooks_test_is_local):
+    settings.HERALD_EGRESS_PROXY = "http://127.0.0.1:9"  # nothing listens there
     port = receiver.server.server_address[1]
     result = sender.send(OutgoingRequest(url=f"http://hooks.test:{port}/hook", body=b"{}"), timeout=5)
-    assert result.error_class == "connection" and "egress proxy refused" in result.error_detail
+    assert result.error_class == "connection" and result.error_detail.startswith("could not connect to the egress")
     assert receiver.requests == []
 
 
