@@ -70,6 +70,10 @@ class Subscription(models.Model):
     raw_message_delivery = models.BooleanField(default=False)
     signature_scheme = models.CharField(max_length=16, choices=choices(SignatureScheme),
                                         default=SignatureScheme.HMAC_SHA256)
+    # mTLS: a certificate the sender presents to this endpoint, its key encrypted at rest like the secrets.
+    client_certificate = models.TextField(blank=True, default="")
+    client_key = EncryptedSecretField(blank=True, default="")
+    client_certificate_expires_at = models.DateTimeField(null=True, blank=True)
     # Encrypted at rest (subscriptions/secrets.py): the column holds `fernet:<token>`, the attribute the secret.
     secret = EncryptedSecretField(default=generate_secret)
     previous_secret = EncryptedSecretField(blank=True, default="")
@@ -91,6 +95,15 @@ class Subscription(models.Model):
     @property
     def owner(self):
         return self.topic.owner
+
+    def client_credentials(self) -> tuple[str, str] | None:
+        """(certificate, key) PEM for mTLS, or None."""
+        if not self.client_certificate:
+            return None
+        if isinstance(self.client_key, Unreadable):
+            raise UnreadableSecret("no key in HERALD_SECRET_KEYS decrypts this subscription's client key; upload "
+                                   "the certificate and key again (docs/security.md)")
+        return self.client_certificate, self.client_key
 
     def signing_secrets(self, now) -> tuple[str, ...]:
         """The secrets to sign with: the current one, plus the previous one while a rotation's grace period runs."""

@@ -55,6 +55,7 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         secrets=subscription.signing_secrets(timezone.now()),
         content_type=policy.content_type,
         user_agent=f"Herald/{VERSION}",
+        client_certificate=subscription.client_credentials(),
     )
 
 

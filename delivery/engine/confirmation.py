@@ -90,6 +90,7 @@ def send_confirmation_request(subscription_id: int) -> str:
                                               "confirm_url": confirm_url(token)},
         payload_is_text=False, subscription_id=subscription.id, url=subscription.endpoint.url, raw=False,
         secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{VERSION}",
+        client_certificate=subscription.client_credentials(),
     )
     result = sender.send(wire.build_request(envelope, attempt_number=1, now=timezone.now()), timeout=30)
     if not result.ok:

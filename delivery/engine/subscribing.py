@@ -83,7 +83,7 @@ def new_secret(scheme: str) -> str:
 
 def subscription_create(
     *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
-    signature_scheme=None,
+    signature_scheme=None, client_certificate="", client_key="", client_certificate_expires_at=None,
 ) -> tuple[Subscription, str | None]:
     """(subscription, signing secret), the secret shown to the caller this once. Like SNS Subscribe, subscribing an
     endpoint again to the same topic returns the existing subscription (secret None: it is never shown again)
@@ -115,6 +115,8 @@ def subscription_create(
             raw_message_delivery=bool(raw_message_delivery),
             signature_scheme=signature_scheme or SignatureScheme.HMAC_SHA256,
             secret=new_secret(signature_scheme or SignatureScheme.HMAC_SHA256),
+            client_certificate=client_certificate, client_key=client_key,
+            client_certificate_expires_at=client_certificate_expires_at,
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
         )
         if not confirmed:

@@ -31,6 +31,7 @@ class Envelope:
     secrets: tuple[str, ...]
     content_type: str | None = None  # requestPolicy.headerContentType, for raw delivery
     user_agent: str = "Herald"
+    client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # (certificate, key) PEM, mTLS
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class OutgoingRequest:
     url: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
 
 
 def rfc3339(moment: datetime) -> str:
@@ -101,4 +103,4 @@ def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> 
             "User-Agent": envelope.user_agent,
         }
     )
-    return OutgoingRequest(url=envelope.url, body=body, headers=headers)
+    return OutgoingRequest(url=envelope.url, body=body, headers=headers, client_certificate=envelope.client_certificate)

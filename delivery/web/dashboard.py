@@ -9,9 +9,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from delivery.models import Attempt, Delivery
+from delivery.rules import client_certificates
 from delivery.rules.vocabulary import AttemptOutcome
 from delivery.web import selectors
-from subscriptions.models import Endpoint
+from subscriptions.models import Endpoint, Subscription
 from subscriptions.states import EndpointState
 
 SPANS = {"1h": (timedelta(hours=1), TruncMinute, timedelta(minutes=1)),
@@ -78,5 +79,9 @@ def dashboard(request):
         "pending_retries": Delivery.objects.filter(status=Delivery.Status.PENDING, attempt_count__gt=0).count(),
         "held": selectors.held_count(),
         "queues": queues(),
+        "expiring_certificates": Subscription.objects.filter(
+            client_certificate_expires_at__lt=now + timedelta(days=client_certificates.EXPIRY_WARNING_DAYS))
+        .select_related("topic", "endpoint").order_by("client_certificate_expires_at")[:20],
+        "expiry_warning_days": client_certificates.EXPIRY_WARNING_DAYS,
     }
     return render(request, "admin/herald/dashboard.html", context)

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from delivery.engine import health, recovery
@@ -12,6 +13,7 @@ from delivery.engine.effective import policy_for, subscription_policy, system_de
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
 from delivery.models import Attempt
+from delivery.rules import client_certificates
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.admin_buttons import Button, ButtonsMixin
@@ -132,9 +134,11 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
-              "filter_policy", "raw_message_delivery", "confirmed_at", "confirmation_expires_at",
-              "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets: rotate through the API
+              "filter_policy", "raw_message_delivery", "signature_scheme", "client_certificate_status", "confirmed_at",
+              "confirmation_expires_at", "previous_secret_expires_at", "created_at",
+              "updated_at"]  # never the secrets or the client key: set and rotate them through the API
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
+                       "signature_scheme", "client_certificate_status",
                        "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
                        "updated_at"]
     actions = ["redrive", "pause", "resume"]
@@ -156,6 +160,17 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
         return format_html('<a href="{}">{}</a> {}', reverse("admin:herald_subscriptions_endpoint_change",
                                                              args=[obj.endpoint_id]),
                            obj.endpoint.url, state_badge(obj.endpoint.state))
+
+    @admin.display(description="client certificate (mTLS)")
+    def client_certificate_status(self, obj):
+        expires = obj.client_certificate_expires_at if obj else None
+        if expires is None:
+            return "none (set through the API)"
+        days = (expires - timezone.now()).days
+        warning = days < client_certificates.EXPIRY_WARNING_DAYS
+        return format_html('<span class="{}">expires {} UTC ({})</span>', "errornote" if warning else "",
+                           expires.strftime("%Y-%m-%d %H:%M:%S"),
+                           f"in {days} days: replace it soon" if warning else f"in {days} days")
 
     @admin.display(description="effective delivery policy")
     def effective_policy(self, obj):

@@ -3,7 +3,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from delivery.engine.effective import subscription_policy
-from delivery.rules import signing
+from delivery.rules import client_certificates, signing
 from delivery.rules.filter_policy import FilterPolicyError
 from delivery.rules.filter_policy import validate as validate_filter
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
@@ -80,14 +80,36 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         help_text="ed25519: the previous key, while a rotation's grace period runs.")
     signing_keys_url = serializers.SerializerMethodField(
         help_text="ed25519: the owner's public keys as a JSON Web Key Set (no token needed).")
+    client_certificate = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, max_length=client_certificates.MAX_PEM_CHARS,
+        help_text="mTLS: a PEM certificate Herald presents to the endpoint (with client_key; both empty to remove).")
+    client_key = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, write_only=True,
+        max_length=client_certificates.MAX_PEM_CHARS,
+        help_text="mTLS: the certificate's unencrypted PEM private key; stored encrypted, never shown again.")
 
     class Meta:
         model = Subscription
         fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
                   "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
-                  "public_key", "previous_public_key", "signing_keys_url", "status", "confirmed_at", "created_at",
-                  "updated_at"]
-        read_only_fields = ["id", "status", "confirmed_at", "created_at", "updated_at"]
+                  "public_key", "previous_public_key", "signing_keys_url", "client_certificate", "client_key",
+                  "client_certificate_expires_at", "status", "confirmed_at", "created_at", "updated_at"]
+        read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
+                            "updated_at"]
+
+    def validate(self, data):
+        data = super().validate(data)
+        if "client_certificate" in data or "client_key" in data:
+            certificate, key = data.get("client_certificate", ""), data.get("client_key", "")
+            if certificate or key:
+                try:
+                    info = client_certificates.inspect(certificate, key, timezone.now())
+                except client_certificates.CertificateError as exc:
+                    raise serializers.ValidationError({exc.field: [exc.reason]}) from None
+                data["client_certificate_expires_at"] = info.not_after
+            else:
+                data.update(client_certificate="", client_key="", client_certificate_expires_at=None)
+        return data
 
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document
