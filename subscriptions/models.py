@@ -74,6 +74,11 @@ class Subscription(models.Model):
     client_certificate = models.TextField(blank=True, default="")
     client_key = EncryptedSecretField(blank=True, default="")
     client_certificate_expires_at = models.DateTimeField(null=True, blank=True)
+    # OAuth2 client credentials: Herald obtains a bearer token for the endpoint (delivery/engine/oauth.py).
+    oauth_token_url = models.URLField(max_length=2048, blank=True, default="")
+    oauth_client_id = models.CharField(max_length=255, blank=True, default="")
+    oauth_client_secret = EncryptedSecretField(blank=True, default="")
+    oauth_scope = models.CharField(max_length=1024, blank=True, default="")
     # Encrypted at rest (subscriptions/secrets.py): the column holds `fernet:<token>`, the attribute the secret.
     secret = EncryptedSecretField(default=generate_secret)
     previous_secret = EncryptedSecretField(blank=True, default="")

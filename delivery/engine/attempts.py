@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from delivery.conf import VERSION, herald
-from delivery.engine import health, journal, leases, recording, throttle, transitions
+from delivery.engine import health, journal, leases, oauth, recording, throttle, transitions
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
@@ -137,6 +137,8 @@ def build(ready: list, failed: list[Tried], queue_name: str) -> list:
         number = delivery.attempt_count + 1
         try:
             request = wire.build_request(envelope(delivery, policy), attempt_number=number, now=timezone.now())
+            if oauth.configured(delivery.subscription):
+                request = oauth.authorize(request, delivery.subscription)
         except Exception as exc:
             log.exception("delivery %s: its request could not be built", delivery.id)
             failed.append(internal_failure(delivery, policy, exc, queue_name))

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald
+from delivery.engine import oauth
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
 from delivery.rules.vocabulary import AttemptQueue
@@ -92,7 +93,10 @@ def send_confirmation_request(subscription_id: int) -> str:
         secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{VERSION}",
         client_certificate=subscription.client_credentials(),
     )
-    result = sender.send(wire.build_request(envelope, attempt_number=1, now=timezone.now()), timeout=30)
+    request = wire.build_request(envelope, attempt_number=1, now=timezone.now())
+    if oauth.configured(subscription):
+        request = oauth.authorize(request, subscription)
+    result = sender.send(request, timeout=30)
     if not result.ok:
         log.info("confirmation for subscription %s: endpoint answered %s %s", subscription_id, result.status,
                  result.error_class)

@@ -67,7 +67,7 @@ def attempt_row(tried: Tried, outcome: str) -> Attempt:
         delivery_id=tried.delivery.id, number=tried.number, queue=tried.queue,
         started_at=datetime.fromtimestamp(result.started_at, tz=UTC), duration_ms=result.duration_ms,
         request_url=request.url if request else tried.delivery.endpoint.url,
-        request_headers=request.headers if request else {},
+        request_headers=request.recorded_headers if request else {},
         request_body=clean_text(request.body[:EXCERPT_BYTES].decode("utf-8", "replace")) if request else "",
         response_status=result.status, response_headers=result.headers, response_body=result.body_excerpt,
         error_class=result.error_class, error_detail=result.error_detail, outcome=outcome,

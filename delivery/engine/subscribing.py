@@ -62,17 +62,22 @@ def topic_update(*, topic: Topic, **changes) -> Topic:
     return topic
 
 
-def endpoint_for(*, owner, url: str) -> Endpoint:
+def checked_url(url: str, field: str) -> str:
+    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`."""
     try:
         normalized = normalize_url(url)
     except InvalidURL as exc:
-        raise ApplicationError(str(exc), field="endpoint") from None
+        raise ApplicationError(str(exc), field=field) from None
     parts = urlsplit(normalized)
     allowed = ssrf.parse_networks(tuple(herald.ALLOWED_NETWORKS))
     refusal = ssrf.subscribe_time_refusal(parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], allowed)
     if refusal:
-        raise ApplicationError(refusal, field="endpoint")
-    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=normalized)
+        raise ApplicationError(refusal, field=field)
+    return normalized
+
+
+def endpoint_for(*, owner, url: str) -> Endpoint:
+    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=checked_url(url, "endpoint"))
     return endpoint
 
 
@@ -83,11 +88,13 @@ def new_secret(scheme: str) -> str:
 
 def subscription_create(
     *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
-    signature_scheme=None, client_certificate="", client_key="", client_certificate_expires_at=None,
+    signature_scheme=None, **credentials,
 ) -> tuple[Subscription, str | None]:
-    """(subscription, signing secret), the secret shown to the caller this once. Like SNS Subscribe, subscribing an
-    endpoint again to the same topic returns the existing subscription (secret None: it is never shown again)
-    instead of a second one that would deliver every event twice; 409 if the request asks for different settings."""
+    """(subscription, signing secret), the secret shown to the caller this once. `credentials`: the model's
+    client-certificate and OAuth2 fields, validated by the caller (the API's serializer). Like SNS Subscribe,
+    subscribing an endpoint again to the same topic returns the existing subscription (secret None: it is never
+    shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
+    different settings."""
     validate_policy(delivery_policy)
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
@@ -115,8 +122,7 @@ def subscription_create(
             raw_message_delivery=bool(raw_message_delivery),
             signature_scheme=signature_scheme or SignatureScheme.HMAC_SHA256,
             secret=new_secret(signature_scheme or SignatureScheme.HMAC_SHA256),
-            client_certificate=client_certificate, client_key=client_key,
-            client_certificate_expires_at=client_certificate_expires_at,
+            **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
         )
         if not confirmed:

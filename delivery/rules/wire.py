@@ -5,6 +5,7 @@ CloudEvents binary-mode `ce-*` headers. Always the Standard Webhooks headers and
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
@@ -40,6 +41,15 @@ class OutgoingRequest:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
+    # After a 401, new headers (a renewed OAuth2 token) for one more try within the same attempt; None: no retry.
+    reauthorize: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def recorded_headers(self) -> dict[str, str]:
+        """The headers as an attempt stores them: a bearer token is never recorded."""
+        if "Authorization" not in self.headers:
+            return self.headers
+        return {**self.headers, "Authorization": "Bearer (redacted)"}
 
 
 def rfc3339(moment: datetime) -> str:

@@ -19,6 +19,7 @@ What every send guarantees:
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import os
 import ssl
 import tempfile
@@ -243,7 +244,7 @@ class Transport:
                 entry[0].release()
                 return None
             try:
-                return await self._post(request, timeout)
+                return await self._post_authorized(request, timeout)
             finally:
                 self.slots.release()
                 entry[0].release()
@@ -251,6 +252,23 @@ class Transport:
             entry[1] -= 1
             if entry[1] == 0:
                 self._endpoint_slots.pop(key, None)
+
+    async def _post_authorized(self, request: OutgoingRequest, timeout: float) -> SendResult:
+        """A 401 to a request that can renew its credentials (an OAuth2 token) is sent once more with new ones,
+        within the same deadline: one attempt either way."""
+        started = time.monotonic()
+        result = await self._post(request, timeout)
+        if result.status != 401 or request.reauthorize is None:
+            return result
+        try:
+            headers = await asyncio.get_running_loop().run_in_executor(None, request.reauthorize)
+        except Exception as exc:
+            return dataclasses.replace(result, error_detail=clean_text(
+                f"401, and a new access token could not be obtained: {exc}", 1024))
+        remaining = timeout - (time.monotonic() - started)
+        if remaining <= 0:
+            return result
+        return await self._post(dataclasses.replace(request, headers=headers, reauthorize=None), remaining)
 
     async def _post(self, request: OutgoingRequest, timeout: float) -> SendResult:
         began, started = time.time(), time.monotonic()

@@ -2,7 +2,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
 
+from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
+from delivery.engine.errors import ApplicationError
 from delivery.rules import client_certificates, signing
 from delivery.rules.filter_policy import FilterPolicyError
 from delivery.rules.filter_policy import validate as validate_filter
@@ -83,6 +85,16 @@ class SubscriptionSerializer(serializers.ModelSerializer):
     client_certificate = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, max_length=client_certificates.MAX_PEM_CHARS,
         help_text="mTLS: a PEM certificate Herald presents to the endpoint (with client_key; both empty to remove).")
+    oauth_token_url = serializers.CharField(
+        required=False, allow_blank=True, max_length=2048,
+        help_text="OAuth2 client credentials: the token URL Herald gets a bearer token from for this endpoint "
+                  "(with oauth_client_id and oauth_client_secret; all empty to remove).")
+    oauth_client_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    oauth_client_secret = serializers.CharField(
+        required=False, allow_blank=True, write_only=True, max_length=1024,
+        help_text="Stored encrypted, never shown again.")
+    oauth_scope = serializers.CharField(required=False, allow_blank=True, max_length=1024,
+                                        help_text="e.g. api://my-app/.default")
     client_key = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, write_only=True,
         max_length=client_certificates.MAX_PEM_CHARS,
@@ -93,7 +105,8 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
                   "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
                   "public_key", "previous_public_key", "signing_keys_url", "client_certificate", "client_key",
-                  "client_certificate_expires_at", "status", "confirmed_at", "created_at", "updated_at"]
+                  "client_certificate_expires_at", "oauth_token_url", "oauth_client_id", "oauth_client_secret",
+                  "oauth_scope", "status", "confirmed_at", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
 
@@ -109,6 +122,20 @@ class SubscriptionSerializer(serializers.ModelSerializer):
                 data["client_certificate_expires_at"] = info.not_after
             else:
                 data.update(client_certificate="", client_key="", client_certificate_expires_at=None)
+        credentials = ("oauth_token_url", "oauth_client_id", "oauth_client_secret")
+        if any(name in data for name in credentials):
+            given = {name: data.get(name, "") for name in credentials}
+            if any(given.values()):
+                missing = [name for name, value in given.items() if not value]
+                if missing:
+                    raise serializers.ValidationError(
+                        {missing[0]: ["give the token URL, client id and client secret together, or none"]})
+                try:
+                    data["oauth_token_url"] = subscribing.checked_url(given["oauth_token_url"], "oauth_token_url")
+                except ApplicationError as exc:
+                    raise serializers.ValidationError(exc.as_payload()) from None
+            else:
+                data.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
         return data
 
     def get_effective_delivery_policy(self, obj) -> dict:

@@ -181,8 +181,9 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
             signature_scheme=data.get("signature_scheme"),
-            **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at")
-               if name in data},
+            **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at",
+                                             "oauth_token_url", "oauth_client_id", "oauth_client_secret",
+                                             "oauth_scope") if name in data},
         )
         if secret is None:
             body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data
