@@ -9,7 +9,7 @@ from delivery.engine import recovery
 from delivery.models import Attempt, Delivery, Message
 from delivery.web import fanout_report
 from delivery.web.admin_buttons import Button, ButtonsMixin
-from delivery.web.subscription_admin import run_service, state_badge
+from delivery.web.subscription_admin import endpoint_link, run_service
 
 FANOUT_SHOWN = 200
 STATUS_COLOURS = {"succeeded": "#2e7d32", "pending": "#ef6c00", "in_flight": "#0277bd",
@@ -130,7 +130,10 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
         return url if len(url) <= 60 else url[:57] + "…"
 
     def _row(self, obj):
-        return fanout_report.decisions(obj.message, subscription_id=obj.subscription_id)[0]
+        """This delivery's row of its message's fan-out report, read once per page (two fields show it)."""
+        if not hasattr(obj, "_herald_row"):
+            obj._herald_row = fanout_report.decisions(obj.message, subscription_id=obj.subscription_id)[0]
+        return obj._herald_row
 
     @admin.display(description="in words")
     def summary(self, obj):
@@ -158,9 +161,7 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
-        return format_html('<a href="{}">{}</a> {}', reverse("admin:herald_subscriptions_endpoint_change",
-                                                             args=[obj.endpoint_id]),
-                           obj.endpoint.url, state_badge(obj.endpoint.state))
+        return endpoint_link(obj.endpoint)
 
     @admin.action(description="Retry selected deliveries now (manual attempt; dead letters get a fresh budget)")
     def retry_now(self, request, queryset):

@@ -2,18 +2,15 @@
 valid now; the key encrypted at rest and never shown); the sender presents it to a local TLS receiver that requires
 a client certificate, still pinned to the address the guard checked. Expiry is shown and warned about."""
 
-import ipaddress
-import ssl
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import trustme
 
 from delivery.models import Attempt
-from delivery.transport import ssrf
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish
-from tests.receiver import Receiver
+from tests.delivery.test_ssrf import tls_server
 from tests.subscriptions.test_secrets_at_rest import dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,15 +24,7 @@ def ca():
 @pytest.fixture
 def mtls_receiver(ca, tmp_path, monkeypatch, settings):
     """An HTTPS receiver for hooks.test that refuses any client without a certificate from `ca`."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("hooks.test").configure_cert(context)
-    context.verify_mode = ssl.CERT_REQUIRED
-    ca.configure_trust(context)
-    server = Receiver(ssl_context=context)
-    bundle = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(bundle))
-    settings.HERALD_CA_BUNDLE = str(bundle)
-    monkeypatch.setattr(ssrf, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    server = tls_server(ca, tmp_path, monkeypatch, settings, require_client_certificate=True)
     yield server
     server.close()
 

@@ -90,17 +90,24 @@ def test_redirects_to_private_addresses_are_never_followed(receiver):
     assert len(receiver.requests) == 1
 
 
-@pytest.fixture
-def tls_receiver(tmp_path, monkeypatch, settings):
-    """An HTTPS receiver for `hooks.test` on 127.0.0.1, with a CA the sender is told to trust."""
-    ca = trustme.CA()
+def tls_server(ca, tmp_path, monkeypatch, settings, *, require_client_certificate: bool = False) -> Receiver:
+    """An HTTPS receiver for `hooks.test` on 127.0.0.1 with a certificate from `ca`, which the sender is told to
+    trust; with `require_client_certificate`, it refuses clients without a certificate from `ca` (mTLS)."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("hooks.test").configure_cert(context)
-    server = Receiver(ssl_context=context)
+    if require_client_certificate:
+        context.verify_mode = ssl.CERT_REQUIRED
+        ca.configure_trust(context)
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
     settings.HERALD_CA_BUNDLE = str(bundle)
     monkeypatch.setattr(ssrf, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    return Receiver(ssl_context=context)
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch, settings):
+    server = tls_server(trustme.CA(), tmp_path, monkeypatch, settings)
     yield server
     server.close()
 
