@@ -1,10 +1,12 @@
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from delivery.rules.vocabulary import (
     TERMINAL,
+    UNFINISHED,
     AttemptOutcome,
     AttemptQueue,
     DeadLetterReason,
@@ -30,6 +32,8 @@ class Message(models.Model):
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
     fanout_pending = models.BooleanField(default=False, help_text="Its deliveries are still being created by a "
                                                                   "fan-out job (large topics).")
+    ordering_key = models.CharField(max_length=256, null=True, blank=True, help_text=(  # noqa: DJ001
+        "Subscriptions with ordered delivery receive the messages of one key one at a time, in publish order."))
     fanout_skipped = models.JSONField(null=True, blank=True, help_text=(
         "The subscriptions that got no delivery (or a held one) at publish time, by outcome: "
         '{"filtered_out": {attribute: [ids]}, "not_confirmed": [ids], "paused": [ids]}. NULL: published before '
@@ -79,13 +83,20 @@ class Delivery(models.Model):
     budget_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True,
                                        help_text="When it succeeded, was dead-lettered or dropped.")
+    ordering_key = models.CharField(max_length=256, null=True, blank=True, help_text=(  # noqa: DJ001
+        "The message's ordering key, for a subscription with ordered delivery (else empty)."))
+    replay = models.ForeignKey("Replay", null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries",
+                               help_text="The replay that created it; empty for the message's own delivery.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-id"]
         verbose_name_plural = "deliveries"
         constraints = [
-            models.UniqueConstraint(fields=["message", "subscription"], name="delivery_unique_per_subscription")
+            models.UniqueConstraint(fields=["message", "subscription"], condition=Q(replay__isnull=True),
+                                    name="delivery_unique_per_subscription"),
+            models.UniqueConstraint(fields=["message", "subscription", "replay"], condition=Q(replay__isnull=False),
+                                    name="delivery_unique_per_replay"),
         ]
         indexes = [
             # The workers' due-work query: pending rows by due time. Partial, so it holds only pending work and a
@@ -97,6 +108,9 @@ class Delivery(models.Model):
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),
             models.Index(fields=["subscription", "status"], name="delivery_subscription_status"),
             models.Index(fields=["status", "finished_at"], name="delivery_status_finished"),
+            # Ordered delivery: the unfinished rows of one (subscription, key), in publish order.
+            models.Index(fields=["subscription", "ordering_key", "id"], name="delivery_ordering",
+                         condition=Q(ordering_key__isnull=False, status__in=UNFINISHED)),
         ]
 
     def __str__(self):
@@ -106,6 +120,26 @@ class Delivery(models.Model):
     def budget_start(self):
         """Where the current attempt budget's time-to-live is measured from."""
         return self.budget_started_at or self.message.published_at
+
+
+class Replay(models.Model):
+    """A request to deliver a topic's archived messages to one subscription again."""
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="replays")
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    filter_policy = models.JSONField(null=True, blank=True, help_text="Only messages this policy matches.")
+    filter_policy_scope = models.CharField(max_length=20, default="MessageAttributes")
+    event_types = models.JSONField(default=list, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    requested_at = models.DateTimeField()
+    messages = models.PositiveIntegerField(default=0, help_text="How many messages it delivers again.")
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+
+    def __str__(self):
+        return f"replay {self.pk} of subscription {self.subscription_id}"
 
 
 class Attempt(models.Model):

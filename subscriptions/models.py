@@ -2,11 +2,11 @@ import base64
 import secrets
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from subscriptions.secrets import EncryptedSecretField, Unreadable, UnreadableSecret
-from subscriptions.states import EndpointState, SignatureScheme, SubscriptionStatus, choices
+from subscriptions.states import FILTER_SCOPES, EndpointState, SignatureScheme, SubscriptionStatus, choices
 
 TOPIC_NAME_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.' or '-'."
@@ -23,6 +23,10 @@ class Topic(models.Model):
     name = models.CharField(max_length=256, validators=[TOPIC_NAME_VALIDATOR])
     description = models.TextField(blank=True, default="")
     delivery_policy = models.JSONField(null=True, blank=True)
+    message_retention_days = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="How long its messages are kept (and can be replayed), in days; empty: "
+                  "HERALD_MESSAGE_RETENTION_DAYS. A message is kept while any of its deliveries is unfinished.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -66,7 +70,27 @@ class Subscription(models.Model):
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="subscriptions")
     delivery_policy = models.JSONField(null=True, blank=True)
-    filter_policy = models.JSONField(null=True, blank=True)
+    filter_policy = models.JSONField(null=True, blank=True, help_text=(
+        "SNS filter policy: keys mapped to lists of conditions (docs/filtering.md). Empty: every message."))
+    filter_policy_scope = models.CharField(
+        max_length=20, choices=[(scope, scope) for scope in FILTER_SCOPES], default=FILTER_SCOPES[0],
+        help_text="MessageAttributes: the policy's keys are the message's attributes; MessageBody: keys of its JSON "
+                  "payload (nested keys allowed).")
+    event_types = models.JSONField(default=list, blank=True, help_text=(
+        "Only these event types (exact, or with * wildcards such as order.*); empty: every event type."))
+    ordered_delivery = models.BooleanField(default=False, help_text=(
+        "Messages with the same ordering_key arrive one at a time, in publish order, each after the previous one "
+        "succeeded or was dead-lettered (docs/ordering.md)."))
+    max_events_per_batch = models.PositiveIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(5000)],
+        help_text="1: one event per request. More: up to this many events per request, as a CloudEvents batch "
+                  "(docs/batching.md).")
+    preferred_batch_size_kb = models.PositiveIntegerField(
+        default=64, validators=[MinValueValidator(1), MaxValueValidator(1024)],
+        help_text="A batch stops growing at this size (a single larger event still goes alone).")
+    delivery_headers = models.JSONField(default=list, blank=True, help_text=(
+        "Up to 10 extra request headers: {name, value} or {name, from_attribute}; secret values are stored "
+        "encrypted and never shown again (docs/delivery-headers.md)."))
     raw_message_delivery = models.BooleanField(default=False)
     signature_scheme = models.CharField(max_length=16, choices=choices(SignatureScheme),
                                         default=SignatureScheme.HMAC_SHA256)

@@ -15,6 +15,9 @@ class SignatureScheme(StrEnum):
     ED25519 = "ed25519"  # Standard Webhooks v1a, a whsk_ signing key; receivers hold only its whpk_ public key
 
 
+FILTER_SCOPES = ("MessageAttributes", "MessageBody")  # what a filter policy's keys name (as SNS's FilterPolicyScope)
+
+
 class EndpointState(StrEnum):
     ACTIVE = "active"
     DISABLED = "disabled"  # tried by one probe per interval

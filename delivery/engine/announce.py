@@ -7,7 +7,7 @@ import logging
 from django.db import transaction
 
 from delivery import signals
-from delivery.engine import operational
+from delivery.engine import operational, ordering
 from delivery.models import Delivery
 from subscriptions.models import Endpoint
 
@@ -20,8 +20,13 @@ def _send(signal, **kwargs) -> None:
             log.error("signal receiver %r failed: %s", receiver, result, exc_info=result)
 
 
-def deliveries_finished(changes: dict[int, str]) -> None:
-    """After the caller's commit, announce the deliveries that `changes` ({id: new status}) finished."""
+def deliveries_finished(changes: dict[int, str], keyed=()) -> None:
+    """What follows deliveries' end: in the caller's transaction, the next message of each ordering key among
+    `keyed` (ids of finished deliveries with an ordering key) is released; after the caller's commit, the
+    deliveries that `changes` ({id: new status}) finished are announced."""
+    ended = [i for i in keyed if changes.get(i) in Delivery.TERMINAL]
+    if ended:
+        ordering.release_next(ended)
     succeeded = [i for i, status in changes.items() if status == Delivery.Status.SUCCEEDED]
     dead = [i for i, status in changes.items() if status == Delivery.Status.DEAD_LETTERED]
     with_events = bool(dead) and operational.enabled()

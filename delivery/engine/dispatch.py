@@ -4,7 +4,8 @@
   asked for; pumps take the due rows themselves. Nothing in Redis names a delivery, so a Redis flush or restart
   loses no work: the next tick asks again.
 - reconcile: expired leases (a worker died mid-send) count their try and follow the policy; lost fan-outs run again;
-  held rows past their time-to-live end; stranded held rows are released; disabled endpoints get their probes.
+  held rows past their time-to-live end; stranded held rows are released; disabled endpoints get their probes;
+  an ordering key left without a head (all its deliveries waiting) gets its oldest released.
 Both are safe to run from several schedulers at once: rows are taken with SKIP LOCKED.
 """
 
@@ -18,7 +19,7 @@ from django.db.models import Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from delivery.engine import announce, journal, recording, transitions
+from delivery.engine import announce, journal, ordering, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
@@ -77,7 +78,7 @@ def release_expired_leases(now=None) -> int:
             attempts.append(attempt)
             finished[delivery.id] = changes["status"]
         Attempt.objects.bulk_create(attempts)
-        announce.deliveries_finished(finished)
+        announce.deliveries_finished(finished, keyed=[d.id for d in expired if d.ordering_key])
     if expired:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
@@ -146,7 +147,8 @@ def expire_held(now=None) -> int:
             total += Delivery.objects.filter(id__in=chosen, status=Delivery.Status.PENDING,
                                              next_attempt_at__isnull=True).update(
                 **transitions.finished(status, reason, now=now))
-            announce.deliveries_finished(dict.fromkeys(chosen, status))
+            announce.deliveries_finished(dict.fromkeys(chosen, status),
+                                         keyed=chosen if subscription.ordered_delivery else ())
     return total
 
 
@@ -155,7 +157,8 @@ def reconcile(now=None) -> dict:
     done = {}
     for name, repair in (("leases", release_expired_leases), ("lost_fan_outs", requeue_lost_fan_outs),
                          ("expired_held", expire_held),
-                         ("stranded_held", release_stranded), ("probes", schedule_probes)):
+                         ("stranded_held", release_stranded), ("probes", schedule_probes),
+                         ("ordering_keys", ordering.release_stranded)):
         try:
             done[name] = repair(now)
         except Exception:

@@ -12,15 +12,17 @@ whose job was lost (Redis flushed) is found by the reconciler through `fanout_pe
 
 import logging
 from datetime import timedelta
+from functools import cached_property
+from typing import NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import redis_link, transitions
+from delivery.engine import ordering, redis_link, transitions
 from delivery.engine.queues import DELIVERIES, want_pump
 from delivery.models import Delivery, Message
-from delivery.rules.filter_policy import failing_key
+from delivery.rules import filter_policy as filters
 from delivery.rules.vocabulary import AttemptQueue
 from subscriptions.models import Subscription
 
@@ -41,42 +43,106 @@ class Outcome:
     UNRECORDED = "not_recorded"  # published before decisions were recorded
 
 
-def topic_subscriptions(topic_id: int) -> list[tuple]:
-    """(subscription id, endpoint id, status, filter policy) of every subscription of the topic."""
-    return list(Subscription.objects.filter(topic_id=topic_id).values_list(
-        "id", "endpoint_id", "status", "filter_policy"))
+class Candidate(NamedTuple):
+    """What fan-out needs of one subscription of the topic."""
+
+    id: int
+    endpoint_id: int
+    status: str
+    filter_policy: dict | None = None
+    filter_policy_scope: str = filters.ATTRIBUTES
+    event_types: list | None = None
+    ordered: bool = False
 
 
-def decide(subscriptions: list[tuple], attributes: dict) -> tuple[list[tuple[int, int, str]], dict]:
-    """(chosen, skipped): (subscription id, endpoint id, status) of the live subscriptions whose filter matches, and
-    the record of the others, {"filtered_out": {attribute: [ids]}, "not_confirmed": [ids], "paused": [ids]}."""
+class Facts:
+    """What filters read of a message: attributes, event type, and the payload as JSON (parsed only if a
+    MessageBody policy asks)."""
+
+    def __init__(self, attributes: dict, event_type: str = "herald.message", payload=None,
+                 payload_is_text: bool = False):
+        self.attributes, self.event_type = attributes or {}, event_type
+        self._payload, self._text = payload, payload_is_text
+
+    @cached_property
+    def body(self):
+        return filters.body_of(self._payload, self._text)
+
+    @classmethod
+    def of(cls, message: Message) -> "Facts":
+        return cls(message.attributes, message.event_type, message.payload, message.payload_is_text)
+
+
+def topic_subscriptions(topic_id: int) -> list[Candidate]:
+    """Every subscription of the topic, with what its filters and ordering need."""
+    return [Candidate(*row) for row in Subscription.objects.filter(topic_id=topic_id).values_list(
+        "id", "endpoint_id", "status", "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery")]
+
+
+def failing_filter(candidate: Candidate, facts: Facts) -> str | None:
+    """The key the message fails among the subscription's filters (the event-type filter first), or None."""
+    if candidate.event_types and not filters.event_type_matches(candidate.event_types, facts.event_type):
+        return filters.EVENT_TYPE_KEY
+    if not candidate.filter_policy:
+        return None
+    if candidate.filter_policy_scope == filters.BODY:
+        return filters.failing_key(candidate.filter_policy, facts.attributes, scope=filters.BODY,
+                                         body=facts.body)
+    return filters.failing_key(candidate.filter_policy, facts.attributes)
+
+
+def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate], dict]:
+    """(chosen, skipped): the live subscriptions whose filters match, and the record of the others,
+    {"filtered_out": {key: [ids]}, "not_confirmed": [ids], "paused": [ids]}."""
     chosen, filtered, unconfirmed, paused = [], {}, [], []
-    for sid, eid, status, policy in subscriptions:
-        if status not in LIVE:
-            unconfirmed.append(sid)
+    for candidate in subscriptions:
+        if candidate.status not in LIVE:
+            unconfirmed.append(candidate.id)
             continue
-        key = failing_key(policy, attributes)
+        key = failing_filter(candidate, facts)
         if key is not None:
-            filtered.setdefault(key, []).append(sid)
+            filtered.setdefault(key, []).append(candidate.id)
             continue
-        chosen.append((sid, eid, status))
-        if status == Subscription.Status.PAUSED:
-            paused.append(sid)
+        chosen.append(candidate)
+        if candidate.status == Subscription.Status.PAUSED:
+            paused.append(candidate.id)
     skipped = {name: ids for name, ids in ((Outcome.FILTERED_OUT, filtered), (Outcome.NOT_CONFIRMED, unconfirmed),
                                            (Outcome.PAUSED, paused)) if ids}
     return chosen, skipped
 
 
-def targets(topic_id: int, attributes: dict) -> list[tuple[int, int, str]]:
-    """(subscription id, endpoint id, status) of every live subscription whose filter matches the attributes."""
-    return decide(topic_subscriptions(topic_id), attributes)[0]
+def targets(message: Message) -> list[Candidate]:
+    """The live subscriptions of the message's topic whose filters match it."""
+    return decide(topic_subscriptions(message.topic_id), Facts.of(message))[0]
 
 
-def build(message: Message, chosen: list[tuple[int, int, str]]) -> list[Delivery]:
-    """Unsaved deliveries; a paused subscription's are held (no due time) until it resumes."""
-    return [Delivery(message=message, subscription_id=sid, endpoint_id=eid,
-                     **transitions.initial(due=None if status == Subscription.Status.PAUSED else message.published_at))
-            for sid, eid, status in chosen]
+def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
+    """Unsaved deliveries. A paused subscription's are held (no due time) until it resumes; an ordered
+    subscription's carry the message's ordering key, and wait while an earlier message of that key is unfinished
+    (`waiting`: those subscriptions' ids, from `ordered_waiting`)."""
+    key = message.ordering_key
+    deliveries = []
+    for candidate in chosen:
+        keyed = key if candidate.ordered and key else None
+        if keyed and candidate.id in waiting:
+            state = {"status": Delivery.Status.WAITING, "next_attempt_at": None}
+        else:
+            state = transitions.initial(
+                due=None if candidate.status == Subscription.Status.PAUSED else message.published_at)
+        deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
+                                   ordering_key=keyed, **state))
+    return deliveries
+
+
+def ordered_waiting(topic_id: int, key: str | None, chosen: list[Candidate], in_batch: set[int] = frozenset()):
+    """For a message with an ordering key, inside the publishing transaction: lock the (topic, key), and return
+    the ordered subscriptions among `chosen` whose new delivery must wait (an earlier one of the key is
+    unfinished, in the database or among `in_batch`, earlier entries of the same batch)."""
+    ordered = [c.id for c in chosen if c.ordered]
+    if not key or not ordered:
+        return set()
+    ordering.lock([(topic_id, key)])
+    return ordering.busy([i for i in ordered if i not in in_batch], key) | (set(ordered) & in_batch)
 
 
 def enqueue_fan_out(message_id) -> None:
@@ -92,10 +158,16 @@ def fan_out(message_id: str) -> int:
     message = Message.objects.filter(id=message_id, fanout_pending=True).first()
     if message is None:
         return 0
-    chosen = targets(message.topic_id, message.attributes)
+    if message.ordering_key and Message.objects.filter(
+            topic_id=message.topic_id, ordering_key=message.ordering_key, fanout_pending=True,
+            published_at__lt=message.published_at).exists():
+        return 0  # an earlier message of its key is not fanned out yet: the reconciler brings this one back later
+    chosen = targets(message)
     for start in range(0, len(chosen), CHUNK):
         with transaction.atomic():
-            Delivery.objects.bulk_create(build(message, chosen[start:start + CHUNK]), ignore_conflicts=True)
+            part = chosen[start:start + CHUNK]
+            waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
+            Delivery.objects.bulk_create(build(message, part, waiting), ignore_conflicts=True)
     Message.objects.filter(id=message.id).update(fanout_pending=False)
     want_pump(DELIVERIES)
     return len(chosen)

@@ -91,7 +91,8 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
     caller's transaction, after whose commit the finished ones are announced (delivery.signals)."""
     written = _write_back(claimed, updates)
-    announce.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]})
+    announce.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]},
+                                 keyed=[d.id for d in claimed if d.ordering_key and d.id in written])
     return written
 
 

@@ -73,7 +73,8 @@ def delivery_dead_letter(*, delivery: Delivery) -> Delivery:
                                    status_code=409)
         Delivery.objects.filter(id=locked.id).update(
             **transitions.finished(Delivery.Status.DEAD_LETTERED, Delivery.DeadLetterReason.MANUAL, now=now))
-        announce.deliveries_finished({locked.id: Delivery.Status.DEAD_LETTERED})
+        announce.deliveries_finished({locked.id: Delivery.Status.DEAD_LETTERED},
+                                     keyed=[locked.id] if locked.ordering_key else ())
     delivery.refresh_from_db()
     return delivery
 

@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
+from delivery.engine import ordering
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
@@ -86,6 +87,11 @@ def new_secret(scheme: str) -> str:
     return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
 
 
+# Per-subscription options of how its stream is filtered and shaped, validated by the caller (the API's serializer).
+STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
+                  "preferred_batch_size_kb", "delivery_headers")
+
+
 def subscription_create(
     *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
     signature_scheme=None, **credentials,
@@ -106,7 +112,9 @@ def subscription_create(
             given = {"delivery_policy": delivery_policy is not None, "filter_policy": filter_policy is not None,
                      "raw_message_delivery": raw_message_delivery is not None,
                      "signature_scheme": signature_scheme is not None}
-            different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)]
+            different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)] + [
+                name for name in STREAM_OPTIONS if name in credentials and name != "delivery_headers"
+                and credentials[name] != getattr(existing, name)]
             if different:
                 raise ApplicationError(
                     f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
@@ -141,14 +149,18 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
         changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"])
+    unordered = subscription.ordered_delivery and changes.get("ordered_delivery") is False
     for key, value in changes.items():
         setattr(subscription, key, value)
     with transaction.atomic():
         subscription.save()
         if "endpoint" in changes:
-            # Retries and held deliveries follow the subscription to its new URL (and its health record).
-            Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING).update(
+            # Retries, held and waiting deliveries follow the subscription to its new URL (and its health record).
+            Delivery.objects.filter(subscription=subscription,
+                                    status__in=(Delivery.Status.PENDING, Delivery.Status.WAITING)).update(
                 endpoint=changes["endpoint"])
+        if unordered:  # what waited for its turn is due now
+            ordering.release_all(subscription.id)
     return subscription
 
 

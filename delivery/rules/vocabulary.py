@@ -12,12 +12,14 @@ from subscriptions.states import choices  # noqa: F401 (the models' choices of t
 class DeliveryStatus(StrEnum):
     PENDING = "pending"  # due at `next_attempt_at`, or held (no due time) while paused or its endpoint is unhealthy
     IN_FLIGHT = "in_flight"  # claimed by a job under a lease
+    WAITING = "waiting"  # ordered delivery: waits for the previous message of its ordering key to finish
     SUCCEEDED = "succeeded"
     DEAD_LETTERED = "dead_lettered"
     DROPPED = "dropped"  # exhausted with `redrivePolicy.deadLetter: false`
 
 
 TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
+UNFINISHED = (DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT, DeliveryStatus.WAITING)
 
 
 class DeadLetterReason(StrEnum):

@@ -9,7 +9,7 @@ from django.db.models import OuterRef, Subquery
 
 from delivery.engine.fanout import Outcome
 from delivery.models import Attempt, Delivery, Message
-from delivery.rules.filter_policy import explain
+from delivery.rules.filter_policy import body_of, explain
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Subscription
 
@@ -55,6 +55,9 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, paused: bool, erro
         return "dropped"
     if status == DeliveryStatus.IN_FLIGHT:
         return "being sent now"
+    if status == DeliveryStatus.WAITING:
+        return (f"waiting for the earlier messages of ordering key {delivery.ordering_key!r} to be delivered or "
+                f"dead-lettered (ordered delivery)")
     if delivery.next_attempt_at is None:
         if paused:
             return "held: the subscription is paused"
@@ -77,6 +80,8 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
         return "none: it receives messages published after it was created"
     if delivery is None or delivery.status in (DeliveryStatus.SUCCEEDED, DeliveryStatus.IN_FLIGHT):
         return ""
+    if delivery.status == DeliveryStatus.WAITING:
+        return "see the earlier message of its ordering key that is still pending (the subscription's deliveries)"
     frozen = subscription.endpoint.state != "active"
     if delivery.status == DeliveryStatus.PENDING:
         if delivery.next_attempt_at is None:
@@ -90,7 +95,10 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
 
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
     if outcome == Outcome.FILTERED_OUT:
-        return "filtered out: " + explain(subscription.filter_policy, message.attributes, key)
+        return "filtered out: " + explain(
+            subscription.filter_policy, message.attributes, key, scope=subscription.filter_policy_scope,
+            body=body_of(message.payload, message.payload_is_text), event_types=subscription.event_types,
+            event_type=message.event_type)
     if outcome == Outcome.NOT_CONFIRMED:
         since = (f"; confirmed since, at {subscription.confirmed_at:%Y-%m-%d %H:%M:%S}"
                  if subscription.confirmed_at and subscription.confirmed_at > message.published_at else "")
@@ -106,7 +114,7 @@ def _reason(outcome: str, subscription: Subscription, message: Message, key: str
 def decisions(message: Message, subscription_id: int | None = None, outcome: str | None = None) -> list[dict]:
     """One row per subscription of the message's topic: outcome, reason in words, and the delivery if any."""
     subscriptions = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint").order_by("id")
-    deliveries = Delivery.objects.filter(message=message).annotate(last_attempt_id=Subquery(
+    deliveries = Delivery.objects.filter(message=message, replay=None).annotate(last_attempt_id=Subquery(
         Attempt.objects.filter(delivery=OuterRef("pk")).order_by("-number").values("id")[:1]))
     if subscription_id is not None:
         subscriptions = subscriptions.filter(id=subscription_id)

@@ -5,9 +5,7 @@ from rest_framework import serializers
 from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
-from delivery.rules import client_certificates, signing
-from delivery.rules.filter_policy import FilterPolicyError
-from delivery.rules.filter_policy import validate as validate_filter
+from delivery.rules import client_certificates, filter_policy, signing
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable
 from subscriptions.states import SignatureScheme
@@ -95,6 +93,8 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         help_text="Stored encrypted, never shown again.")
     oauth_scope = serializers.CharField(required=False, allow_blank=True, max_length=1024,
                                         help_text="e.g. api://my-app/.default")
+    event_types = serializers.JSONField(
+        required=False, help_text="Only these event types: exact, or with * wildcards (order.*); [] for all.")
     client_key = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, write_only=True,
         max_length=client_certificates.MAX_PEM_CHARS,
@@ -106,12 +106,18 @@ class SubscriptionSerializer(serializers.ModelSerializer):
                   "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
                   "public_key", "previous_public_key", "signing_keys_url", "client_certificate", "client_key",
                   "client_certificate_expires_at", "oauth_token_url", "oauth_client_id", "oauth_client_secret",
-                  "oauth_scope", "status", "confirmed_at", "created_at", "updated_at"]
+                  "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
+                  "preferred_batch_size_kb", "status", "confirmed_at", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
 
     def validate(self, data):
         data = super().validate(data)
+        self._check_filters(data)
+        raw = data.get("raw_message_delivery", getattr(self.instance, "raw_message_delivery", False))
+        if raw and data.get("max_events_per_batch", getattr(self.instance, "max_events_per_batch", 1)) > 1:
+            raise serializers.ValidationError({"max_events_per_batch": [
+                "batches are CloudEvents batches; they cannot be combined with raw_message_delivery"]})
         if "client_certificate" in data or "client_key" in data:
             certificate, key = data.get("client_certificate", ""), data.get("client_key", "")
             if certificate or key:
@@ -154,12 +160,22 @@ class SubscriptionSerializer(serializers.ModelSerializer):
             return None
         return public_key_of(obj.previous_secret)
 
-    def validate_filter_policy(self, value):
-        try:
-            validate_filter(value)
-        except FilterPolicyError as exc:
-            raise serializers.ValidationError(str(exc)) from None
-        return value
+    def _check_filters(self, data) -> None:
+        """The filter policy against its scope (either may change alone), and the event-type filter."""
+        if "filter_policy" in data or "filter_policy_scope" in data:
+            policy = data.get("filter_policy", getattr(self.instance, "filter_policy", None))
+            scope = data.get("filter_policy_scope",
+                             getattr(self.instance, "filter_policy_scope", filter_policy.ATTRIBUTES))
+            try:
+                filter_policy.validate(policy, scope)
+            except filter_policy.FilterPolicyError as exc:
+                raise serializers.ValidationError({"filter_policy": [str(exc)]}) from None
+        if "event_types" in data:
+            try:
+                filter_policy.validate_event_types(data["event_types"])
+            except filter_policy.FilterPolicyError as exc:
+                raise serializers.ValidationError({"event_types": [str(exc)]}) from None
+            data["event_types"] = data["event_types"] or []
 
     def validate_topic(self, topic):
         request = self.context["request"]
@@ -214,6 +230,15 @@ class PublishSerializer(serializers.Serializer):
     event_type = serializers.CharField(required=False, max_length=256, default="herald.message")
     subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
     attributes = serializers.DictField(required=False, default=dict)
+    ordering_key = serializers.CharField(
+        required=False, allow_null=True, default=None, max_length=256,
+        help_text="Subscriptions with ordered delivery receive the messages of one key one at a time, in publish "
+                  "order (docs/ordering.md).")
+
+    def validate_ordering_key(self, value):
+        if value is not None and any(not ch.isprintable() for ch in value):
+            raise serializers.ValidationError("must not contain control characters")
+        return value or None
 
     def validate_attributes(self, value):
         for key, item in value.items():

@@ -51,7 +51,8 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
     if size > limit:
         raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
     return Entry(payload=payload, payload_is_text=is_text, event_type=valid["event_type"], subject=valid["subject"],
-                 attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key))
+                 attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key),
+                 ordering_key=valid.get("ordering_key"))
 
 
 class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
@@ -107,7 +108,7 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         entry = publish_entry(PublishSerializer, request.data, idempotency_key=key)
         message, count, created = message_publish(
             topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
-            subject=entry.subject, attributes=entry.attributes, idempotency_key=key,
+            subject=entry.subject, attributes=entry.attributes, idempotency_key=key, ordering_key=entry.ordering_key,
         )
         body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
         return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
@@ -183,7 +184,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             signature_scheme=data.get("signature_scheme"),
             **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at",
                                              "oauth_token_url", "oauth_client_id", "oauth_client_secret",
-                                             "oauth_scope") if name in data},
+                                             "oauth_scope", *subscribing.STREAM_OPTIONS) if name in data},
         )
         if secret is None:
             body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data

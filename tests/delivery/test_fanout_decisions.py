@@ -123,12 +123,18 @@ def test_a_large_fan_out_records_its_decisions_once_per_outcome(user, settings, 
 
 
 def test_decide_records_each_kind_and_the_failing_attribute():
-    subscriptions = [(1, 10, "confirmed", None), (2, 11, "confirmed", {"a": ["x"]}), (3, 12, "paused", None),
-                     (4, 13, "pending_confirmation", None), (5, 14, "confirmed", {"a": ["y"], "b": [1]})]
-    chosen, skipped = fanout.decide(subscriptions, {"a": "y", "b": 2})
-    assert chosen == [(1, 10, "confirmed"), (3, 12, "paused")]
-    assert skipped == {"filtered_out": {"a": [2], "b": [5]}, "not_confirmed": [4], "paused": [3]}
-    assert fanout.decide([(1, 10, "confirmed", None)], {}) == ([(1, 10, "confirmed")], {})
+    C = fanout.Candidate
+    subscriptions = [C(1, 10, "confirmed"), C(2, 11, "confirmed", {"a": ["x"]}), C(3, 12, "paused"),
+                     C(4, 13, "pending_confirmation"), C(5, 14, "confirmed", {"a": ["y"], "b": [1]}),
+                     C(6, 15, "confirmed", event_types=["order.*"]),
+                     C(7, 16, "confirmed", {"customer": {"tier": ["gold"]}}, "MessageBody"),
+                     C(8, 17, "confirmed", {"customer": {"tier": ["silver"]}}, "MessageBody")]
+    facts = fanout.Facts({"a": "y", "b": 2}, "invoice.paid", {"customer": {"tier": "gold"}})
+    chosen, skipped = fanout.decide(subscriptions, facts)
+    assert [c.id for c in chosen] == [1, 3, 7]
+    assert skipped == {"filtered_out": {"a": [2], "b": [5], "(event type)": [6], "customer.tier": [8]},
+                       "not_confirmed": [4], "paused": [3]}
+    assert fanout.decide([C(1, 10, "confirmed")], fanout.Facts({})) == ([C(1, 10, "confirmed")], {})
 
 
 @pytest.mark.parametrize("policy, attributes, key, text", [
