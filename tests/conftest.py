@@ -116,7 +116,9 @@ def settle(horizon: float = 2.0, rounds: int = 20) -> None:
         due = dispatch.next_due_at()
         if due is None:
             drain()
-            if not Delivery.objects.filter(status="in_flight").exists():
+            # what that drain did may have left work due now or soon (a retry, the next message of an ordering key)
+            if (not Delivery.objects.filter(status="in_flight").exists() and dispatch.next_due_at() is None
+                    and not dispatch.dispatch_due()):
                 return
             continue
         wait = (due - timezone.now()).total_seconds()

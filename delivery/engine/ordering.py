@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from delivery.engine.queues import DELIVERIES, pump_after_commit, want_pump
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 
@@ -55,7 +56,10 @@ def release_next(finished_ids) -> int:
     if not keys:
         return 0
     lock((topic_id, key) for topic_id, _, key in keys)
-    return sum(_release(subscription_id, key) for _, subscription_id, key in keys)
+    released = sum(_release(subscription_id, key) for _, subscription_id, key in keys)
+    if released:
+        pump_after_commit()
+    return released
 
 
 def _release(subscription_id: int, key: str) -> int:
@@ -79,10 +83,15 @@ def release_stranded(now=None, limit: int = 1000) -> int:
         with transaction.atomic():
             lock([(topic_id, key)])
             released += _release(subscription_id, key)
+    if released:
+        want_pump(DELIVERIES)
     return released
 
 
 def release_all(subscription_id: int) -> int:
     """Ordering turned off: every waiting delivery of the subscription is due now."""
-    return Delivery.objects.filter(subscription_id=subscription_id, status=DeliveryStatus.WAITING).update(
+    released = Delivery.objects.filter(subscription_id=subscription_id, status=DeliveryStatus.WAITING).update(
         status=DeliveryStatus.PENDING, next_attempt_at=timezone.now())
+    if released:
+        pump_after_commit()
+    return released
