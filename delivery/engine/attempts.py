@@ -25,12 +25,13 @@ from delivery.engine import health, journal, leases, oauth, recording, throttle,
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
-from delivery.rules import circuit, decisions, wire
+from delivery.rules import circuit, decisions, delivery_headers, wire
 from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeadLetterReason
 from delivery.transport import sender
 from delivery.transport.sender import SendResult
 from subscriptions.models import Subscription
+from subscriptions.secrets import decrypt
 
 log = logging.getLogger(__name__)
 RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
@@ -39,8 +40,19 @@ SETTLE_RETRY_PAUSES = (0, 0.5, 1, 2, 4)  # seconds before each try at settling w
 MAX_TIMEOUT_SECONDS = 60  # the longest requestPolicy.timeoutSeconds a policy may set
 
 
+def extra_headers(subscription: Subscription, attributes: dict) -> tuple[dict, frozenset]:
+    """The subscription's delivery headers for a message with `attributes` (secret values decrypted), and the
+    names of the secret ones. A secret no key decrypts fails the try inside Herald, saying so."""
+    stored = subscription.delivery_headers or []
+    if not stored:
+        return {}, frozenset()
+    plain = [{**header, "value": decrypt(header["value"])} if header.get("secret") else header for header in stored]
+    return delivery_headers.resolve(plain, attributes), frozenset(h["name"] for h in stored if h.get("secret"))
+
+
 def envelope(delivery: Delivery, policy) -> wire.Envelope:
     message, subscription = delivery.message, delivery.subscription
+    headers, secret = extra_headers(subscription, message.attributes)
     return wire.Envelope(
         message_id=str(message.id),
         topic_name=message.topic.name,
@@ -56,6 +68,9 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         content_type=policy.content_type,
         user_agent=f"Herald/{VERSION}",
         client_certificate=subscription.client_credentials(),
+        extra_headers=headers,
+        secret_headers=secret,
+        replay=delivery.replay_id,
     )
 
 

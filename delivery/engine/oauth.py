@@ -8,6 +8,7 @@ transport), and neither the client secret nor a token is ever recorded: attempts
 import hashlib
 import json
 import time
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from delivery.engine import redis_link
@@ -100,5 +101,4 @@ def authorize(request: OutgoingRequest, subscription) -> OutgoingRequest:
     def reauthorize() -> dict:
         return {**request.headers, "Authorization": f"Bearer {bearer(subscription, refresh=True)}"}
 
-    return OutgoingRequest(url=request.url, body=request.body, client_certificate=request.client_certificate,
-                           headers={**request.headers, "Authorization": f"Bearer {token}"}, reauthorize=reauthorize)
+    return replace(request, headers={**request.headers, "Authorization": f"Bearer {token}"}, reauthorize=reauthorize)

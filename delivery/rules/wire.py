@@ -33,6 +33,10 @@ class Envelope:
     content_type: str | None = None  # requestPolicy.headerContentType, for raw delivery
     user_agent: str = "Herald"
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # (certificate, key) PEM, mTLS
+    # The subscription's delivery headers for this message (secret values in plaintext), and which are secret.
+    extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    secret_headers: frozenset[str] = frozenset()
+    replay: int | None = None  # the replay that re-delivers this message, if any
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,17 @@ class OutgoingRequest:
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
     # After a 401, new headers (a renewed OAuth2 token) for one more try within the same attempt; None: no retry.
     reauthorize: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+    secret_headers: frozenset[str] = frozenset()  # delivery headers whose values are never recorded
 
     @property
     def recorded_headers(self) -> dict[str, str]:
-        """The headers as an attempt stores them: a bearer token is never recorded."""
-        if "Authorization" not in self.headers:
+        """The headers as an attempt stores them: a bearer token and secret delivery headers are never recorded."""
+        if "Authorization" not in self.headers and not self.secret_headers:
             return self.headers
-        return {**self.headers, "Authorization": "Bearer (redacted)"}
+        recorded = {name: "(secret)" if name in self.secret_headers else value for name, value in self.headers.items()}
+        if "Authorization" in recorded and "Authorization" not in self.secret_headers:
+            recorded["Authorization"] = "Bearer (redacted)"
+        return recorded
 
 
 def rfc3339(moment: datetime) -> str:
@@ -102,15 +110,26 @@ def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> 
     else:
         body = json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": CLOUDEVENTS_CONTENT_TYPE}
+    return signed(envelope, body, headers, message_id=envelope.message_id, attempt_number=attempt_number, now=now)
+
+
+def signed(envelope: Envelope, body: bytes, headers: dict, *, message_id: str, attempt_number: int,
+           now: datetime) -> OutgoingRequest:
+    """The request with the subscription's delivery headers, the Standard Webhooks headers signing `body` under
+    `message_id`, and Herald's own (which delivery headers cannot override)."""
     timestamp = int(now.timestamp())
+    headers = {**envelope.extra_headers, **headers}
     headers.update(
         {
-            "webhook-id": envelope.message_id,
+            "webhook-id": message_id,
             "webhook-timestamp": str(timestamp),
-            "webhook-signature": signing.signature_header(envelope.secrets, envelope.message_id, timestamp, body),
+            "webhook-signature": signing.signature_header(envelope.secrets, message_id, timestamp, body),
             "herald-attempt": str(attempt_number),
             "herald-subscription": str(envelope.subscription_id),
             "User-Agent": envelope.user_agent,
         }
     )
-    return OutgoingRequest(url=envelope.url, body=body, headers=headers, client_certificate=envelope.client_certificate)
+    if envelope.replay is not None:
+        headers["herald-replay"] = str(envelope.replay)
+    return OutgoingRequest(url=envelope.url, body=body, headers=headers, client_certificate=envelope.client_certificate,
+                           secret_headers=envelope.secret_headers)

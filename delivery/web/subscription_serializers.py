@@ -5,9 +5,9 @@ from rest_framework import serializers
 from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
-from delivery.rules import client_certificates, filter_policy, signing
+from delivery.rules import client_certificates, delivery_headers, filter_policy, signing
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
-from subscriptions.secrets import Unreadable
+from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
 
 
@@ -62,6 +62,13 @@ class TopicField(serializers.PrimaryKeyRelatedField):
         return super().to_internal_value(data)
 
 
+class DeliveryHeadersField(serializers.JSONField):
+    """Delivery headers as stored, shown without secret values."""
+
+    def to_representation(self, value):
+        return delivery_headers.shown(value)
+
+
 class SubscriptionSerializer(serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
 
@@ -95,6 +102,10 @@ class SubscriptionSerializer(serializers.ModelSerializer):
                                         help_text="e.g. api://my-app/.default")
     event_types = serializers.JSONField(
         required=False, help_text="Only these event types: exact, or with * wildcards (order.*); [] for all.")
+    delivery_headers = DeliveryHeadersField(
+        required=False,
+        help_text="Up to 10 extra headers: {name, value, secret?} or {name, from_attribute}. Secret values are "
+                  "stored encrypted and shown as null; give {name, secret: true} without a value to keep one.")
     client_key = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, write_only=True,
         max_length=client_certificates.MAX_PEM_CHARS,
@@ -107,13 +118,15 @@ class SubscriptionSerializer(serializers.ModelSerializer):
                   "public_key", "previous_public_key", "signing_keys_url", "client_certificate", "client_key",
                   "client_certificate_expires_at", "oauth_token_url", "oauth_client_id", "oauth_client_secret",
                   "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-                  "preferred_batch_size_kb", "status", "confirmed_at", "created_at", "updated_at"]
+                  "preferred_batch_size_kb", "delivery_headers", "status", "confirmed_at", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
 
     def validate(self, data):
         data = super().validate(data)
         self._check_filters(data)
+        if "delivery_headers" in data:
+            data["delivery_headers"] = self._stored_headers(data)
         raw = data.get("raw_message_delivery", getattr(self.instance, "raw_message_delivery", False))
         if raw and data.get("max_events_per_batch", getattr(self.instance, "max_events_per_batch", 1)) > 1:
             raise serializers.ValidationError({"max_events_per_batch": [
@@ -159,6 +172,22 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         if obj.previous_secret_expires_at is None or obj.previous_secret_expires_at <= timezone.now():
             return None
         return public_key_of(obj.previous_secret)
+
+    def _stored_headers(self, data) -> list[dict]:
+        """The delivery headers checked, with secret values encrypted (a secret given without a value keeps the
+        stored one)."""
+        stored = {h["name"].lower(): h["value"] for h in getattr(self.instance, "delivery_headers", None) or []
+                  if h.get("secret")}
+        oauth = bool(data.get("oauth_token_url", getattr(self.instance, "oauth_token_url", "")))
+        try:
+            checked = delivery_headers.validate(data["delivery_headers"], kept_secrets=set(stored), oauth=oauth)
+        except delivery_headers.HeaderError as exc:
+            raise serializers.ValidationError({"delivery_headers": [str(exc)]}) from None
+        for header in checked:
+            if header.get("secret"):
+                kept = header["value"] is None
+                header["value"] = stored[header["name"].lower()] if kept else encrypt(header["value"])
+        return checked
 
     def _check_filters(self, data) -> None:
         """The filter policy against its scope (either may change alone), and the event-type filter."""

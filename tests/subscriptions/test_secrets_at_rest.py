@@ -58,7 +58,9 @@ def test_a_database_dump_contains_no_usable_secret(api, receiver, redis_conn):
 def test_keys_rotate_and_old_rows_are_reencrypted(api, receiver, settings, redis_conn):
     old_key, new_key = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.HERALD_SECRET_KEYS = [old_key]
-    _, created = subscribe(api, receiver)
+    _, created = subscribe(api, receiver, delivery_headers=[{"name": "X-Key", "value": "hdr-secret", "secret": True}],
+                           oauth_token_url="https://auth.example.com/token", oauth_client_id="c",
+                           oauth_client_secret="oauth-secret")
     under_old = stored(created["id"])[0]
     settings.HERALD_SECRET_KEYS = [new_key, old_key]  # a new key first: new writes use it, old rows still read
     assert Subscription.objects.get(id=created["id"]).secret == created["secret"]
@@ -66,7 +68,9 @@ def test_keys_rotate_and_old_rows_are_reencrypted(api, receiver, settings, redis
     under_new = stored(created["id"])[0]
     assert under_new != under_old
     settings.HERALD_SECRET_KEYS = [new_key]  # the old key removed
-    assert Subscription.objects.get(id=created["id"]).secret == created["secret"]
+    subscription = Subscription.objects.get(id=created["id"])
+    assert subscription.secret == created["secret"] and subscription.oauth_client_secret == "oauth-secret"
+    assert secrets.decrypt(subscription.delivery_headers[0]["value"]) == "hdr-secret"
 
 
 def test_a_lost_key_fails_the_attempt_saying_why_and_rotation_recovers(api, receiver, settings, redis_conn):

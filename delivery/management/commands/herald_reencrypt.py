@@ -1,5 +1,8 @@
-"""After adding a new key at the front of HERALD_SECRET_KEYS: re-encrypt every stored signing secret with it, so the
-old key can then be removed. Safe to run again; rows are updated in batches."""
+"""After adding a new key at the front of HERALD_SECRET_KEYS: re-encrypt every stored secret with it (signing
+secrets, mTLS client keys, OAuth2 client secrets, secret delivery headers), so the old key can then be removed.
+Safe to run again; rows are updated in batches."""
+
+import json
 
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
@@ -8,6 +11,8 @@ from subscriptions.models import Subscription
 from subscriptions.secrets import UnreadableSecret, reencrypt
 
 BATCH = 500
+# Every encrypted column; delivery_headers holds encrypted values inside its JSON.
+COLUMNS = ("secret", "previous_secret", "client_key", "oauth_client_secret")
 
 
 class Command(BaseCommand):
@@ -18,17 +23,20 @@ class Command(BaseCommand):
         done, last, unreadable = 0, 0, []
         while True:
             with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(f"SELECT id, secret, previous_secret FROM {table} WHERE id > %s ORDER BY id LIMIT %s "
-                               "FOR UPDATE", [last, BATCH])
+                cursor.execute(f"SELECT id, {', '.join(COLUMNS)}, delivery_headers FROM {table} WHERE id > %s "
+                               f"ORDER BY id LIMIT %s FOR UPDATE", [last, BATCH])
                 found = cursor.fetchall()
-                for row_id, secret, previous in found:
+                for row_id, *stored, headers in found:
                     try:
-                        values = [reencrypt(secret), reencrypt(previous)]
+                        values = [reencrypt(value) for value in stored]
+                        headers = headers if isinstance(headers, list) else json.loads(headers or "[]")
+                        headers = [{**h, "value": reencrypt(h["value"])} if h.get("secret") else h for h in headers]
                     except UnreadableSecret:
                         unreadable.append(row_id)
                         continue
-                    cursor.execute(f"UPDATE {table} SET secret = %s, previous_secret = %s WHERE id = %s",
-                                   [*values, row_id])
+                    assignments = ", ".join(f"{column} = %s" for column in COLUMNS)
+                    cursor.execute(f"UPDATE {table} SET {assignments}, delivery_headers = %s WHERE id = %s",
+                                   [*values, json.dumps(headers), row_id])
             if not found:
                 break
             done += len(found)
