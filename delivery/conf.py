@@ -30,6 +30,7 @@ DEFAULTS: dict[str, object] = {
     "DISPATCH_INTERVAL_SECONDS": 1.0,
     "ATTEMPT_RETENTION_DAYS": 30,
     "MESSAGE_RETENTION_DAYS": 30,
+    "MAX_REPLAY_MESSAGES": 100_000,
     # Engine tuning (docs/architecture.md).
     "MAX_IN_FLIGHT": 512,
     "MAX_IN_FLIGHT_PER_ENDPOINT": 32,

@@ -1,11 +1,13 @@
 """The admin console: every page renders, actions call the services, secrets stay hidden, the dashboard."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rq import Worker
 
-from delivery.models import Attempt, Delivery
+from delivery.models import Attempt, Delivery, Replay
 from subscriptions.models import Subscription
 from tests.conftest import settle, wait_until
 from tests.receiver import Reply
@@ -108,3 +110,22 @@ def test_operator_can_stop_retrying_a_delivery(admin_client, api, receiver):
     assert "Dead-lettered 1 deliveries." in response.content.decode()
     delivery.refresh_from_db()
     assert (delivery.status, delivery.dead_letter_reason) == ("dead_lettered", "manual")
+
+
+def test_the_replay_action_asks_for_a_window_then_replays(admin_client, traffic, receiver, run_worker):
+    _, subscription = traffic
+    url = "/admin/herald_subscriptions/subscription/"
+    form = admin_client.post(url, {"action": "replay", "_selected_action": [subscription["id"]]})
+    assert form.status_code == 200 and 'name="since"' in form.content.decode()
+    since = (timezone.now() - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
+    before = len(receiver.requests)
+    response = admin_client.post(url, {"action": "replay", "_selected_action": [subscription["id"]], "apply": "1",
+                                       "since": since}, follow=True)
+    assert f"Subscription {subscription['id']}: replay " in response.content.decode()
+    assert Replay.objects.get().messages == 2 and Replay.objects.get().requested_by.is_superuser
+    settle()
+    replayed = receiver.requests[before:]
+    assert len(replayed) >= 2 and all(r.headers["herald-replay"] == str(Replay.objects.get().id) for r in replayed)
+    bad = admin_client.post(url, {"action": "replay", "_selected_action": [subscription["id"]], "apply": "1",
+                                  "since": "not a time"})
+    assert bad.status_code == 200 and "Enter a valid date/time" in bad.content.decode()

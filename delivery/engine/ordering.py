@@ -76,8 +76,16 @@ def _release(subscription_id: int, key: str) -> int:
 def release_stranded(now=None, limit: int = 1000) -> int:
     """The reconciler's safety net: keys whose deliveries all wait (none pending or in flight) get their oldest
     released. Reads only waiting rows (a partial index holds the unfinished keyed ones)."""
-    keys = list(Delivery.objects.filter(status=DeliveryStatus.WAITING)
-                .values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct()[:limit])
+    return release_heads(None, limit)
+
+
+def release_heads(subscription_id: int | None, limit: int = 1000) -> int:
+    """Each key (of one subscription, or of all) whose deliveries all wait gets its oldest released, each under its
+    key's lock (a replay's keyed deliveries are written waiting, then released by this)."""
+    waiting = Delivery.objects.filter(status=DeliveryStatus.WAITING)
+    if subscription_id is not None:
+        waiting = waiting.filter(subscription_id=subscription_id)
+    keys = list(waiting.values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct()[:limit])
     released = 0
     for topic_id, subscription_id, key in keys:
         with transaction.atomic():

@@ -1,4 +1,5 @@
-"""Purging old terminal deliveries, attempts and messages in small batches (short locks only)."""
+"""Purging old attempts, finished deliveries and messages past their topic's retention, in small batches (short
+locks only)."""
 
 from datetime import timedelta
 
@@ -6,6 +7,7 @@ from django.utils import timezone
 
 from delivery.conf import herald
 from delivery.models import Attempt, Delivery, Message
+from subscriptions.models import Topic
 
 BATCH = 1000
 
@@ -21,14 +23,19 @@ def _purge_in_batches(queryset) -> int:
 
 
 def purge(now=None) -> dict:
+    """Attempts past HERALD_ATTEMPT_RETENTION_DAYS; finished deliveries and messages past their topic's retention
+    (`Topic.message_retention_days`, else HERALD_MESSAGE_RETENTION_DAYS). A message is kept while any of its
+    deliveries is unfinished. One pass per distinct retention, so the cost follows the rows purged."""
     now = now or timezone.now()
     attempt_cutoff = now - timedelta(days=herald.ATTEMPT_RETENTION_DAYS)
-    message_cutoff = now - timedelta(days=herald.MESSAGE_RETENTION_DAYS)
     attempts = _purge_in_batches(Attempt.objects.filter(started_at__lt=attempt_cutoff))
-    deliveries = _purge_in_batches(
-        Delivery.objects.filter(status__in=Delivery.TERMINAL, finished_at__lt=message_cutoff)
-    )
-    messages = _purge_in_batches(
-        Message.objects.filter(published_at__lt=message_cutoff, deliveries__isnull=True)
-    )
+    deliveries = messages = 0
+    for days in Topic.objects.values_list("message_retention_days", flat=True).distinct():
+        cutoff = now - timedelta(days=days or herald.MESSAGE_RETENTION_DAYS)
+        topics = Topic.objects.filter(message_retention_days=days) if days else Topic.objects.filter(
+            message_retention_days__isnull=True)
+        deliveries += _purge_in_batches(Delivery.objects.filter(
+            status__in=Delivery.TERMINAL, finished_at__lt=cutoff, message__topic__in=topics))
+        messages += _purge_in_batches(Message.objects.filter(
+            topic__in=topics, published_at__lt=cutoff, deliveries__isnull=True))
     return {"attempts": attempts, "deliveries": deliveries, "messages": messages}

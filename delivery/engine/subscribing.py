@@ -27,7 +27,8 @@ def validate_policy(document) -> None:
     delivery_policy.parse(document)
 
 
-def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None) -> tuple[Topic, bool]:
+def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None,
+                 message_retention_days: int | None = None) -> tuple[Topic, bool]:
     """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
     asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
     validate_policy(delivery_policy)
@@ -36,10 +37,12 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
         try:
             with transaction.atomic():
                 return Topic.objects.create(owner=owner, name=name, description=description or "",
-                                            delivery_policy=delivery_policy or None), True
+                                            delivery_policy=delivery_policy or None,
+                                            message_retention_days=message_retention_days), True
         except IntegrityError:  # created meanwhile by a concurrent request
             existing = Topic.objects.get(owner=owner, name=name)
-    asked = {"description": description, "delivery_policy": delivery_policy or None}
+    asked = {"description": description, "delivery_policy": delivery_policy or None,
+             "message_retention_days": message_retention_days}
     different = [field for field, value in asked.items()
                  if value is not None and value != getattr(existing, field)]
     if different:

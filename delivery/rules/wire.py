@@ -110,7 +110,14 @@ def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> 
     else:
         body = json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": CLOUDEVENTS_CONTENT_TYPE}
-    return signed(envelope, body, headers, message_id=envelope.message_id, attempt_number=attempt_number, now=now)
+    return signed(envelope, body, headers, message_id=webhook_id(envelope), attempt_number=attempt_number, now=now)
+
+
+def webhook_id(envelope: Envelope) -> str:
+    """The Standard Webhooks id: the message's id, the same for every retry. A replay is a new delivery the
+    receiver asked for, so it gets its own id (`<message>-replay-<n>`) that dedupers keyed on webhook-id accept; the
+    event keeps its CloudEvents id."""
+    return envelope.message_id if envelope.replay is None else f"{envelope.message_id}-replay-{envelope.replay}"
 
 
 def signed(envelope: Envelope, body: bytes, headers: dict, *, message_id: str, attempt_number: int,

@@ -3,7 +3,7 @@
 from datetime import UTC
 
 from django import forms
-from django_filters.rest_framework import DateTimeFilter, FilterSet, ModelChoiceFilter
+from django_filters.rest_framework import DateTimeFilter, FilterSet, ModelChoiceFilter, NumberFilter
 
 from delivery.models import Delivery, Message
 from delivery.web.ownership import owned_choices
@@ -44,8 +44,9 @@ class DeliveryFilter(FilterSet):
     endpoint = ModelChoiceFilter(queryset=owned_choices(Endpoint))
     created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    replay = NumberFilter(field_name="replay_id", help_text="The deliveries of one replay.")
 
     class Meta:
         model = Delivery
         fields = ["subscription", "status", "message", "dead_letter_reason", "endpoint", "created_after",
-                  "created_before"]
+                  "created_before", "replay", "ordering_key"]

@@ -23,7 +23,7 @@ class DeliverySerializer(serializers.ModelSerializer):
         model = Delivery
         fields = ["id", "message", "subscription", "endpoint", "status", "attempt_count", "next_attempt_at",
                   "first_attempt_at", "last_attempt_at", "delivered_at", "dead_letter_reason", "finished_at",
-                  "created_at"]
+                  "ordering_key", "replay", "created_at"]
         read_only_fields = fields
 
 
@@ -41,7 +41,7 @@ class MessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Message
         fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
-                  "published_at", "idempotency_key"]
+                  "published_at", "idempotency_key", "ordering_key"]
         read_only_fields = fields
 
 

@@ -3,16 +3,17 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine import recovery
+from delivery.engine import recovery, replay
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
-from delivery.rules import client_certificates
+from delivery.rules import client_certificates, delivery_headers, filter_policy
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.admin_buttons import Button, ButtonsMixin
@@ -81,6 +82,27 @@ class PolicyValidatingForm(forms.ModelForm):
             raise forms.ValidationError([f"{path}: {reason}" for path, reason in exc.errors]) from None
         return document or None
 
+    def clean(self):
+        """Filters edited here are checked like API writes (the policy against its scope, the event types)."""
+        data = super().clean()
+        if "filter_policy" in self.fields:
+            try:
+                filter_policy.validate(data.get("filter_policy"),
+                                       data.get("filter_policy_scope") or filter_policy.ATTRIBUTES)
+            except filter_policy.FilterPolicyError as exc:
+                self.add_error("filter_policy", str(exc))
+        if "event_types" in self.fields:
+            try:
+                filter_policy.validate_event_types(data.get("event_types"))
+            except filter_policy.FilterPolicyError as exc:
+                self.add_error("event_types", str(exc))
+        return data
+
+
+class ReplayForm(forms.Form):
+    since = forms.DateTimeField(help_text="UTC, e.g. 2026-11-21 09:00:00")
+    until = forms.DateTimeField(required=False, help_text="UTC; empty: now")
+
 
 @admin.register(Topic)
 class TopicAdmin(admin.ModelAdmin):
@@ -139,14 +161,15 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     search_fields = ["endpoint__url", "topic__name"]
     list_select_related = ["topic", "endpoint"]
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
-              "filter_policy", "raw_message_delivery", "signature_scheme", "client_certificate_status", "confirmed_at",
-              "confirmation_expires_at", "previous_secret_expires_at", "created_at",
-              "updated_at"]  # never the secrets or the client key: set and rotate them through the API
+              "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
+              "preferred_batch_size_kb", "delivery_headers_shown", "raw_message_delivery", "signature_scheme",
+              "client_certificate_status", "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at",
+              "created_at", "updated_at"]  # never the secrets or the client key: set and rotate them through the API
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
-                       "signature_scheme", "client_certificate_status",
+                       "signature_scheme", "client_certificate_status", "delivery_headers_shown",
                        "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
                        "updated_at"]
-    actions = ["redrive", "pause", "resume"]
+    actions = ["redrive", "pause", "resume", "replay"]
     buttons = (
         Button("redrive", "Redrive dead letters", _redrive, shown=lambda s: s.dead_letter_count > 0,
                title="Send its dead letters again with a fresh attempt budget."),
@@ -163,6 +186,36 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
         return endpoint_link(obj.endpoint)
+
+    @admin.display(description="delivery headers")
+    def delivery_headers_shown(self, obj):
+        shown = delivery_headers.shown(obj.delivery_headers if obj else [])
+        if not shown:
+            return "none (set through the API: secret values are never shown)"
+        return format_html_join("", "<div><code>{}</code>: {}</div>", (
+            (h["name"], f"from attribute {h['from_attribute']!r}" if "from_attribute" in h
+             else "(secret)" if h.get("secret") else h["value"]) for h in shown))
+
+    @admin.action(description="Replay archived messages to selected subscriptions…")
+    def replay(self, request, queryset):
+        """An intermediate page asks for the window; its submit replays to each selected subscription."""
+        form = ReplayForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            for subscription in queryset.select_related("topic"):
+                try:
+                    created = replay.replay_create(subscription=subscription, requested_by=request.user,
+                                                   since=form.cleaned_data["since"],
+                                                   until=form.cleaned_data.get("until"))
+                except ApplicationError as exc:
+                    self.message_user(request, f"Subscription {subscription.id}: {exc.message}", messages.WARNING)
+                    continue
+                self.message_user(request, f"Subscription {subscription.id}: replay {created.id} delivers "
+                                           f"{created.messages} message(s) again.", messages.SUCCESS)
+            return None
+        return TemplateResponse(request, "admin/herald/replay.html", {
+            **self.admin_site.each_context(request), "title": "Replay archived messages", "form": form,
+            "subscriptions": queryset, "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "opts": self.model._meta})
 
     @admin.display(description="client certificate (mTLS)")
     def client_certificate_status(self, obj):

@@ -5,7 +5,8 @@ from rest_framework import serializers
 from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
-from delivery.rules import client_certificates, delivery_headers, filter_policy, signing
+from delivery.rules import client_certificates, delivery_headers, signing
+from delivery.rules import filter_policy as filters
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
@@ -14,7 +15,8 @@ from subscriptions.states import SignatureScheme
 class TopicSerializer(serializers.ModelSerializer):
     class Meta:
         model = Topic
-        fields = ["id", "name", "description", "delivery_policy", "created_at", "updated_at"]
+        fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "created_at",
+                  "updated_at"]
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
@@ -194,15 +196,15 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         if "filter_policy" in data or "filter_policy_scope" in data:
             policy = data.get("filter_policy", getattr(self.instance, "filter_policy", None))
             scope = data.get("filter_policy_scope",
-                             getattr(self.instance, "filter_policy_scope", filter_policy.ATTRIBUTES))
+                             getattr(self.instance, "filter_policy_scope", filters.ATTRIBUTES))
             try:
-                filter_policy.validate(policy, scope)
-            except filter_policy.FilterPolicyError as exc:
+                filters.validate(policy, scope)
+            except filters.FilterPolicyError as exc:
                 raise serializers.ValidationError({"filter_policy": [str(exc)]}) from None
         if "event_types" in data:
             try:
-                filter_policy.validate_event_types(data["event_types"])
-            except filter_policy.FilterPolicyError as exc:
+                filters.validate_event_types(data["event_types"])
+            except filters.FilterPolicyError as exc:
                 raise serializers.ValidationError({"event_types": [str(exc)]}) from None
             data["event_types"] = data["event_types"] or []
 
@@ -324,6 +326,36 @@ class RedriveSerializer(serializers.Serializer):
         if data.get("since") and data.get("until") and data["since"] >= data["until"]:
             raise serializers.ValidationError({"until": ["must be later than since"]})
         return data
+
+
+class ReplaySerializer(serializers.Serializer):
+    since = serializers.DateTimeField(help_text="Replay messages published from this time on.")
+    until = serializers.DateTimeField(required=False, help_text="... and before this time (default: now).")
+    filter_policy = serializers.JSONField(required=False, help_text="Only messages this SNS filter policy matches "
+                                                                   "(on top of the subscription's own filters).")
+    filter_policy_scope = serializers.ChoiceField(choices=list(filters.SCOPES), default=filters.ATTRIBUTES)
+    event_types = serializers.JSONField(required=False, help_text="Only these event types (order.* wildcards).")
+
+    def validate(self, data):
+        if data.get("until") and data["since"] >= data["until"]:
+            raise serializers.ValidationError({"until": ["must be later than since"]})
+        try:
+            filters.validate(data.get("filter_policy"), data["filter_policy_scope"])
+        except filters.FilterPolicyError as exc:
+            raise serializers.ValidationError({"filter_policy": [str(exc)]}) from None
+        try:
+            filters.validate_event_types(data.get("event_types"))
+        except filters.FilterPolicyError as exc:
+            raise serializers.ValidationError({"event_types": [str(exc)]}) from None
+        return data
+
+
+class ReplayCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="Sent as the herald-replay header of each replayed delivery.")
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    messages = serializers.IntegerField(help_text="How many messages will be delivered again.")
+    requested_at = serializers.DateTimeField()
 
 
 class RecoverSerializer(serializers.Serializer):

@@ -7,7 +7,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from delivery.conf import herald
-from delivery.engine import health, recovery, subscribing
+from delivery.engine import health, recovery, replay, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import Entry, message_publish, message_publish_batch
@@ -29,6 +29,8 @@ from delivery.web.subscription_serializers import (
     PublishSerializer,
     RecoverSerializer,
     RedriveSerializer,
+    ReplayCreatedSerializer,
+    ReplaySerializer,
     RotatedSecretSerializer,
     SubscriptionCreatedSerializer,
     SubscriptionSerializer,
@@ -215,6 +217,19 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         count = recovery.subscription_redrive(subscription=subscription, **serializer.validated_data)
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=ReplaySerializer, responses={202: ReplayCreatedSerializer})
+    @action(detail=True, methods=["post"], serializer_class=ReplaySerializer)
+    def replay(self, request, pk=None):
+        """Deliver the topic's archived messages published in [since, until) to this subscription again, as new
+        deliveries marked with the replay (`herald-replay` header), through its filters and, optionally, a filter
+        of the replay's own. Messages are kept for the topic's retention."""
+        subscription = self.get_object()
+        serializer = ReplaySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        created = replay.replay_create(subscription=subscription, requested_by=request.user,
+                                       **serializer.validated_data)
+        return Response(ReplayCreatedSerializer(created).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=RecoverSerializer, responses={202: CountSerializer})
     @action(detail=True, methods=["post"], serializer_class=RecoverSerializer)

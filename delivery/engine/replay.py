@@ -1,0 +1,84 @@
+"""Archive and replay: a topic's messages are kept for its retention (`Topic.message_retention_days`, else
+HERALD_MESSAGE_RETENTION_DAYS), and a replay delivers those published in [since, until) to one subscription again,
+as new deliveries marked with the replay (the request says so in `herald-replay`).
+
+A replay goes through the subscription's own filters (what it would have received) and, optionally, a filter of
+its own; its deliveries follow the subscription's policy like any other (throttle, retries, dead letters), keep the
+order of an ordered subscription's keys, and are held while the subscription is paused. It is written in one
+transaction: all of its deliveries or none.
+"""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from delivery.conf import herald
+from delivery.engine import fanout, ordering, transitions
+from delivery.engine.errors import ApplicationError
+from delivery.engine.queues import pump_after_commit
+from delivery.models import Delivery, Message, Replay
+from delivery.rules import filter_policy as filters
+from subscriptions.models import Subscription
+
+CHUNK = 1000
+
+
+def retention_days(topic) -> int:
+    return topic.message_retention_days or herald.MESSAGE_RETENTION_DAYS
+
+
+def replay_create(*, subscription: Subscription, since, until=None, filter_policy=None,
+                  filter_policy_scope: str = filters.ATTRIBUTES, event_types=None, requested_by=None,
+                  now=None) -> Replay:
+    """Deliver the topic's messages published in [since, until) to `subscription` again; returns the Replay."""
+    now = now or timezone.now()
+    until = min(until or now, now)
+    if since >= until:
+        raise ApplicationError("must be earlier than until (and than now)", field="since")
+    if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
+        raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
+                               status_code=409)
+    window = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since, published_at__lt=until)
+    limit = herald.MAX_REPLAY_MESSAGES
+    if window[limit:limit + 1].exists():
+        raise ApplicationError(f"More than {limit} messages were published in that window; narrow since/until "
+                               f"(HERALD_MAX_REPLAY_MESSAGES).", field="until")
+    own = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
+                           subscription.filter_policy, subscription.filter_policy_scope, subscription.event_types,
+                           subscription.ordered_delivery)
+    extra = fanout.Candidate(0, 0, Subscription.Status.CONFIRMED, filter_policy, filter_policy_scope, event_types)
+    paused = subscription.status == Subscription.Status.PAUSED
+    with transaction.atomic():
+        replay = Replay.objects.create(subscription=subscription, since=since, until=until,
+                                       filter_policy=filter_policy or None, filter_policy_scope=filter_policy_scope,
+                                       event_types=event_types or [], requested_by=requested_by, requested_at=now)
+        count = 0
+        batch: list[Delivery] = []
+        for message in window.order_by("published_at", "id").iterator(chunk_size=CHUNK):
+            facts = fanout.Facts.of(message)
+            if fanout.failing_filter(own, facts) is not None or fanout.failing_filter(extra, facts) is not None:
+                continue
+            keyed = message.ordering_key if subscription.ordered_delivery else None
+            # Keyed ones all wait; their heads are released once this commits (under each key's lock).
+            state = ({"status": Delivery.Status.WAITING, "next_attempt_at": None} if keyed
+                     else transitions.initial(due=None if paused else now))
+            batch.append(Delivery(message=message, subscription=subscription, endpoint_id=subscription.endpoint_id,
+                                  replay=replay, ordering_key=keyed, **state))
+            count += 1
+            if len(batch) == CHUNK:
+                Delivery.objects.bulk_create(batch)
+                batch = []
+        Delivery.objects.bulk_create(batch)
+        Replay.objects.filter(id=replay.id).update(messages=count)
+        replay.messages = count
+        if count:
+            pump_after_commit()
+    if subscription.ordered_delivery and count:
+        ordering.release_heads(subscription.id)
+    return replay
+
+
+def oldest_kept(topic, now=None):
+    """The earliest publish time a replay of this topic can reach."""
+    return (now or timezone.now()) - timedelta(days=retention_days(topic))
