@@ -12,7 +12,9 @@ The decorated view accepts only POST; checks the Standard Webhooks signature (an
 rotation; the timestamp within `tolerance` seconds); answers Herald's subscription confirmation by echoing its token
 (Event Grid's handshake); skips a `webhook-id` it already handled successfully (remembered in Django's cache for
 `dedupe_seconds`; at-least-once delivery means retries can repeat a message) and hands the view a parsed CloudEvent,
-from a structured body (`application/cloudevents+json`) or a raw delivery's `ce-*` headers. A request that fails
+from a structured body (`application/cloudevents+json`) or a raw delivery's `ce-*` headers; a CloudEvents batch
+(`application/cloudevents-batch+json`) calls the view once per event, and the first failing answer fails the whole
+batch, which Herald then retries as one. A request that fails
 a check gets 400/401 and the view is not called. It is exempt from CSRF (it is called by a server, and signed).
 Default secrets: the setting HERALD_RECEIVER_SECRETS (a list).
 """
@@ -46,20 +48,37 @@ class CloudEvent:
     extensions: dict = field(default_factory=dict)
 
 
+BATCH_CONTENT_TYPE = "application/cloudevents-batch+json"
+
+
+def structured(document) -> CloudEvent:
+    """One structured-mode event (a JSON object)."""
+    if not isinstance(document, dict) or "id" not in document or "type" not in document:
+        raise ValueError("not a CloudEvent: the JSON body has no id and type")
+    known = {"id", "type", "source", "subject", "time", "data", "datacontenttype", "specversion"}
+    return CloudEvent(id=str(document["id"]), type=str(document["type"]), source=str(document.get("source", "")),
+                      subject=str(document.get("subject", "")), time=str(document.get("time", "")),
+                      data=document.get("data"), datacontenttype=str(document.get("datacontenttype", "")),
+                      extensions={k: v for k, v in document.items() if k not in known})
+
+
+def parse_events(request) -> list[CloudEvent]:
+    """Every event of the request: a CloudEvents batch's, or the one event of any other request."""
+    if (request.content_type or "") == BATCH_CONTENT_TYPE:
+        documents = json.loads(request.body)
+        if not isinstance(documents, list):
+            raise ValueError("not a CloudEvents batch: the JSON body is not an array")
+        return [structured(document) for document in documents]
+    return [parse_event(request)]
+
+
 def parse_event(request) -> CloudEvent:
     """The request as a CloudEvent: structured (the JSON body is the event) or binary (`ce-*` headers, the body is
     the data). Raises ValueError for a body that is neither."""
     body = request.body
     content_type = request.content_type or ""
     if content_type in ("application/cloudevents+json", "application/json") and not request.headers.get("ce-id"):
-        document = json.loads(body)
-        if not isinstance(document, dict) or "id" not in document or "type" not in document:
-            raise ValueError("not a CloudEvent: the JSON body has no id and type")
-        known = {"id", "type", "source", "subject", "time", "data", "datacontenttype", "specversion"}
-        return CloudEvent(id=str(document["id"]), type=str(document["type"]), source=str(document.get("source", "")),
-                          subject=str(document.get("subject", "")), time=str(document.get("time", "")),
-                          data=document.get("data"), datacontenttype=str(document.get("datacontenttype", "")),
-                          extensions={k: v for k, v in document.items() if k not in known})
+        return structured(json.loads(body))
     headers = {name.lower(): value for name, value in request.headers.items()}
     if "ce-id" not in headers or "ce-type" not in headers:
         raise ValueError("not a CloudEvent: no ce-id and ce-type headers")
@@ -96,15 +115,22 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
             if problem:
                 return JsonResponse({"error": f"signature: {problem}"}, status=401)
             try:
-                event = parse_event(request)
+                events = parse_events(request)
             except ValueError as exc:
                 return JsonResponse({"error": str(exc)}, status=400)
-            if event.type == CONFIRMATION and isinstance(event.data, dict) and "token" in event.data:
-                return JsonResponse({"validationResponse": event.data["token"]})
+            first = events[0] if events else None
+            if first and first.type == CONFIRMATION and isinstance(first.data, dict) and "token" in first.data:
+                return JsonResponse({"validationResponse": first.data["token"]})
             seen = SEEN_KEY.format(msg_id)
             if dedupe and cache.get(seen):
                 return HttpResponse(status=204, headers={"herald-duplicate": "1"})
-            response = func(request, event, *args, **kwargs)
+            response = None
+            for event in events:  # a batch: the view once per event; the first failure fails the whole batch
+                answer = func(request, event, *args, **kwargs)
+                if answer is not None and not 200 <= answer.status_code < 300:
+                    response = answer
+                    break
+                response = answer if len(events) == 1 else None
             if response is None:
                 response = HttpResponse(status=204)
             if dedupe and 200 <= response.status_code < 300:  # only what was handled: a failure is retried

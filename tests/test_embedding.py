@@ -230,6 +230,18 @@ def test_the_receiver_helper_against_herald_itself(live_server, user, settings, 
     drain()
     assert (hooks.received[-1].type, hooks.received[-1].data) == ("order.paid", {"order": 44})
 
+    # A CloudEvents batch: the view is called once per event, in order.
+    batched, batch_secret = subscription_create(topic=topic, endpoint=f"{live_server.url}/hooks/orders/?batch=1",
+                                                max_events_per_batch=5)
+    hooks.secrets[:] = [batch_secret]
+    Subscription.objects.filter(id=batched.id).update(status="confirmed")
+    Subscription.objects.filter(id=raw.id).update(status="paused")
+    messages = [publish(topic, {"order": n}) for n in (45, 46, 47)]
+    count = len(hooks.received)
+    drain()
+    assert [event.data for event in hooks.received[count:]] == [{"order": 45}, {"order": 46}, {"order": 47}]
+    assert {Delivery.objects.get(message=m, subscription=batched).status for m in messages} == {"succeeded"}
+
 
 def test_the_outbox_captures_events_without_workers_or_redis(orders, user, redis_conn):
     with capture_events() as outbox:

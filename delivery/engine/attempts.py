@@ -13,7 +13,7 @@ recorded, the rest is due again shortly), so no row waits for its lease to run o
 import logging
 import time
 from collections import defaultdict
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,7 +25,7 @@ from delivery.engine import health, journal, leases, oauth, recording, throttle,
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Attempt, Delivery
-from delivery.rules import circuit, decisions, delivery_headers, wire
+from delivery.rules import batching, circuit, decisions, delivery_headers, wire
 from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeadLetterReason
 from delivery.transport import sender
@@ -94,28 +94,49 @@ def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
     return allowed, probes
 
 
-def throttled(ready: list, updates: dict, now) -> tuple[list, dict[int, float]]:
-    """Keep what the subscriptions' throttles allow now; defer the rest to when a slot frees (not an attempt).
-    Returns the kept rows and, for the throttled ones, the monotonic time by which each send must start: a slot
-    counts from its grant, so a send that starts later (a loaded worker) could crowd the next second's sends at the
-    receiver; it is put back unsent instead."""
+def throttled(units: list[list], updates: dict, now) -> tuple[list[list], dict[int, float]]:
+    """Keep the requests (`units`: the rows each request carries, one or a batch) that the subscriptions' throttles
+    allow now; defer the rest to when a slot frees (not an attempt). A slot is a request, whatever it carries.
+    Returns the kept units and, for the throttled ones, the monotonic time by which each send must start (keyed by
+    the unit's first row): a slot counts from its grant, so a send that starts later (a loaded worker) could crowd
+    the next second's sends at the receiver; it is put back unsent instead."""
     by_subscription = defaultdict(list)
     deadlines: dict[int, float] = {}
-    for delivery, policy in ready:
-        by_subscription[delivery.subscription_id].append((delivery, policy))
+    for unit in units:
+        by_subscription[unit[0][0].subscription_id].append(unit)
     allowed = []
     for subscription_id, items in by_subscription.items():
-        rate = items[0][1].max_receives_per_second
+        rate = items[0][0][1].max_receives_per_second
         if rate is None:
             allowed.extend(items)
             continue
         asked = time.monotonic()  # no later than the grant
-        granted, wait = throttle.acquire(subscription_id, rate, len(items), token=f"{items[0][0].id}:{now.timestamp()}")
+        token = f"{items[0][0][0].id}:{now.timestamp()}"
+        granted, wait = throttle.acquire(subscription_id, rate, len(items), token=token)
         allowed.extend(items[:granted])
-        deadlines.update({delivery.id: asked + throttle.START_SLACK_SECONDS for delivery, _ in items[:granted]})
-        for delivery, _ in items[granted:]:
-            updates[delivery.id] = transitions.deferred(now + timedelta(seconds=max(wait, 0.001)))
+        deadlines.update({unit[0][0].id: asked + throttle.START_SLACK_SECONDS for unit in items[:granted]})
+        for unit in items[granted:]:
+            for delivery, _ in unit:
+                updates[delivery.id] = transitions.deferred(now + timedelta(seconds=max(wait, 0.001)))
     return allowed, deadlines
+
+
+def batched(ready: list, probes: set[int]) -> list[list]:
+    """The requests to make: each row alone, except a batching subscription's rows (`max_events_per_batch` > 1),
+    cut into batches in publish order. A probe always goes alone (a batch of one)."""
+    units, by_subscription = [], defaultdict(list)
+    for delivery, policy in ready:
+        if delivery.subscription.max_events_per_batch > 1 and delivery.id not in probes:
+            by_subscription[delivery.subscription_id].append((delivery, policy))
+        else:
+            units.append([(delivery, policy)])
+    for items in by_subscription.values():
+        items.sort(key=lambda item: item[0].id)
+        subscription = items[0][0].subscription
+        sizes = [len(wire.event_bytes(envelope(delivery, policy))) for delivery, policy in items]
+        units += batching.cut(items, sizes, max_events=subscription.max_events_per_batch,
+                              preferred_bytes=subscription.preferred_batch_size_kb * 1024)
+    return units
 
 
 def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
@@ -145,21 +166,45 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
     return ready
 
 
-def build(ready: list, failed: list[Tried], queue_name: str) -> list:
-    """(delivery, policy, number, request) to send; a row whose request cannot be built fails alone."""
+def build(units: list[list], failed: list[Tried], queue_name: str) -> list:
+    """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
+    built fails alone (each of its rows gets the failed try)."""
     built = []
-    for delivery, policy in ready:
-        number = delivery.attempt_count + 1
+    for unit in units:
+        numbers = [delivery.attempt_count + 1 for delivery, _ in unit]
+        subscription = unit[0][0].subscription
         try:
-            request = wire.build_request(envelope(delivery, policy), attempt_number=number, now=timezone.now())
-            if oauth.configured(delivery.subscription):
-                request = oauth.authorize(request, delivery.subscription)
+            envelopes = [envelope(delivery, policy) for delivery, policy in unit]
+            if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
+                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=timezone.now())
+            else:
+                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=timezone.now())
+            if oauth.configured(subscription):
+                request = oauth.authorize(request, subscription)
         except Exception as exc:
-            log.exception("delivery %s: its request could not be built", delivery.id)
-            failed.append(internal_failure(delivery, policy, exc, queue_name))
+            log.exception("deliveries %s: their request could not be built", [d.id for d, _ in unit])
+            failed.extend(internal_failure(delivery, policy, exc, queue_name) for delivery, policy in unit)
             continue
-        built.append((delivery, policy, number, request))
+        built.append((unit, numbers, request))
     return built
+
+
+def fan_in(future, count: int) -> list:
+    """`count` futures that complete with `future` (a batch's request): one per row it carries, so recording,
+    journaling and settling see one send per delivery, as for requests of their own."""
+    members = [Future() for _ in range(count)]
+
+    def done(parent) -> None:
+        for member in members:
+            if parent.cancelled():
+                member.cancel()
+            elif parent.exception() is not None:
+                member.set_exception(parent.exception())
+            else:
+                member.set_result(parent.result())
+
+    future.add_done_callback(done)
+    return members
 
 
 @dataclass(frozen=True)
@@ -171,7 +216,12 @@ class Sending:
     number: int
     request: object
     queue: str
+    batch: int = 1  # how many deliveries its request carries
 
+    @property
+    def weight(self) -> float:
+        """Its share of an endpoint's send slots: a batch's request takes one slot, whatever it carries."""
+        return 1 / self.batch
 
 def queue_label(delivery: Delivery) -> str:
     return AttemptQueue.DELIVERIES if delivery.attempt_count == 0 else AttemptQueue.RETRIES
@@ -187,16 +237,18 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> 
     try:
         ready = prepare(claimed, updates, failed, label or AttemptQueue.DELIVERIES, now)
         ready, probes = gated(ready, updates, now)
-        ready, deadlines = throttled(ready, updates, now)
-        for delivery, policy, number, request in build(ready, failed, label or AttemptQueue.DELIVERIES):
-            queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
-            deadline = deadlines.get(delivery.id, start_by)
+        units, deadlines = throttled(batched(ready, probes), updates, now)
+        for unit, numbers, request in build(units, failed, label or AttemptQueue.DELIVERIES):
+            leader, policy = unit[0]
+            deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
-            future = sender.submit(request, timeout=policy.timeout_seconds, key=delivery.endpoint_id,
-                                   start_by=deadline)
-            journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
-            futures[future] = Sending(delivery, policy, number, request, queue)
+            sent = sender.submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id, start_by=deadline)
+            members = [sent] if len(unit) == 1 else fan_in(sent, len(unit))
+            for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
+                queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
+                journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
+                futures[future] = Sending(delivery, policy, number, request, queue, len(unit))
         recording.record(claimed, failed, updates, probes)
     except Exception:
         log.exception("starting %d claimed deliveries failed; settling them", len(claimed))

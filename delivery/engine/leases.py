@@ -24,25 +24,37 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
 
 
 def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
-    """Take up to `limit` due rows, oldest due first, and no more of one endpoint than its room (`per_endpoint`
-    less what it has `in_flight`), so a backlog for one endpoint never fills a batch; endpoints without room are
-    not read at all. Rows another worker is taking are skipped. Returns (claimed, whether more was due than
-    taken). The due-work query reads the partial index on `next_attempt_at` of pending rows: its cost follows the
-    batch, not the number of pending rows."""
+    """Take up to `limit` requests' worth of due rows, oldest due first, and no more of one endpoint than its room
+    (`per_endpoint` requests less what it has `in_flight`), so a backlog for one endpoint never fills a batch;
+    endpoints without room are not read at all. A row of a batching subscription is a 1/max_events_per_batch share
+    of a request, and such a subscription gets up to a whole batch of its due rows. Rows another worker is taking
+    are skipped. Returns (claimed, whether more was due than taken). The due-work query reads the partial index on
+    `next_attempt_at` of pending rows: its cost follows the batch, not the number of pending rows."""
     in_flight = in_flight or Counter()
     full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
     due = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
                .exclude(endpoint_id__in=full).order_by("next_attempt_at")
-               .values_list("id", "endpoint_id")[:limit * 4])
+               .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch")
+               [:limit * 4])
     taken: Counter = Counter()
-    ids = []
-    for delivery_id, endpoint_id in due:
-        if taken[endpoint_id] + in_flight[endpoint_id] < per_endpoint:
-            taken[endpoint_id] += 1
+    ids, batching, used = [], {}, 0.0
+    for delivery_id, endpoint_id, subscription_id, batch in due:
+        weight = 1 / batch
+        if taken[endpoint_id] + in_flight[endpoint_id] + weight <= per_endpoint + 1e-9:
+            taken[endpoint_id] += weight
             ids.append(delivery_id)
-            if len(ids) == limit:
+            used += weight
+            if batch > 1:
+                batching[subscription_id] = batch
+            if used >= limit:
                 break
     more = len(due) > len(ids) or len(due) == limit * 4
+    for subscription_id, batch in batching.items():  # fill a whole batch
+        extra = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now,
+                                             subscription_id=subscription_id).exclude(id__in=ids)
+                     .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
+        ids += extra
+        more = more or len(extra) == batch
     if not ids:
         return [], more
     return _claim(Delivery.objects.filter(id__in=ids), now), more

@@ -88,7 +88,9 @@ def run(queue_name: str) -> int:
 
 def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> tuple[int, bool]:
     """Claim what is due (within each endpoint's room) and start it; (rows claimed, whether more may be due)."""
-    in_flight = Counter(sending.delivery.endpoint_id for sending in futures.values())
+    in_flight: Counter = Counter()  # requests per endpoint (a batch's rows share one)
+    for sending in futures.values():
+        in_flight[sending.delivery.endpoint_id] += sending.weight
     now = timezone.now()
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
     if claimed:

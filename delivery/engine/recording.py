@@ -169,11 +169,16 @@ def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set
 
 
 def record_health(tries: list[Tried], gone: set[int], probes: set[int]) -> None:
-    """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's."""
+    """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's. A
+    request counts once, so one failed batch is one failure, not one per event."""
     by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
+    counted = set()  # a batch's request is one result for its endpoint, however many deliveries it carried
     for tried in tries:
         seen = by_endpoint[tried.delivery.endpoint_id]
-        seen["outcomes"].append(tried.result.ok)
+        if tried.request is None or id(tried.request) not in counted:
+            seen["outcomes"].append(tried.result.ok)
+            if tried.request is not None:
+                counted.add(id(tried.request))
         seen["gone"] |= tried.delivery.id in gone
         seen["probe"] |= tried.delivery.id in probes
     now = timezone.now()

@@ -1,18 +1,21 @@
 """What an endpoint receives: the body and headers of one attempt (pure; no Django).
 
 Default: a CloudEvents 1.0 structured-mode JSON event. With raw delivery: the payload as published plus the
-CloudEvents binary-mode `ce-*` headers. Always the Standard Webhooks headers and Herald's own.
+CloudEvents binary-mode `ce-*` headers. With batching: a CloudEvents batch (a JSON array of structured events).
+Always the Standard Webhooks headers and Herald's own.
 """
 
+import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from urllib.parse import quote
 
 from delivery.rules import signing
 
 CLOUDEVENTS_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
+CLOUDEVENTS_BATCH_CONTENT_TYPE = "application/cloudevents-batch+json; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,30 @@ def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> 
         body = json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": CLOUDEVENTS_CONTENT_TYPE}
     return signed(envelope, body, headers, message_id=webhook_id(envelope), attempt_number=attempt_number, now=now)
+
+
+def event_bytes(envelope: Envelope) -> bytes:
+    """One event as a batch carries it (its size decides how batches are cut)."""
+    return json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def build_batch_request(envelopes: list[Envelope], *, attempt_number: int, now: datetime) -> OutgoingRequest:
+    """Several events of one subscription as one CloudEvents batch (`application/cloudevents-batch+json`: a JSON
+    array of structured events), signed as one request. Its webhook-id names its members, so the same batch sent
+    again keeps its id. Delivery headers taken from attributes go along only where every event agrees."""
+    first = envelopes[0]
+    body = b"[" + b",".join(event_bytes(envelope) for envelope in envelopes) + b"]"
+    members = "\n".join(webhook_id(envelope) for envelope in envelopes)
+    batch_id = "batch_" + hashlib.sha256(members.encode()).hexdigest()[:32]
+    shared = {name: value for name, value in first.extra_headers.items()
+              if all(envelope.extra_headers.get(name) == value for envelope in envelopes[1:])}
+    request = signed(replace(first, extra_headers=shared, replay=None), body,
+                     {"Content-Type": CLOUDEVENTS_BATCH_CONTENT_TYPE, "herald-batch-size": str(len(envelopes))},
+                     message_id=batch_id, attempt_number=attempt_number, now=now)
+    replays = {envelope.replay for envelope in envelopes} - {None}
+    if replays:
+        request.headers["herald-replay"] = ",".join(str(r) for r in sorted(replays))
+    return request
 
 
 def webhook_id(envelope: Envelope) -> str:

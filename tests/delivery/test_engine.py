@@ -84,13 +84,14 @@ def test_throttled_rows_are_deferred_not_attempted(api, receiver, redis_conn):
     updates: dict = {}
 
     before = time.monotonic()
-    allowed, deadlines = attempts.throttled([(d, subscription_policy(d.subscription)) for d in claimed], updates, now)
+    units = [[(d, subscription_policy(d.subscription))] for d in claimed]  # one request each
+    allowed, deadlines = attempts.throttled(units, updates, now)
 
     assert len(allowed) == 2 and len(updates) == 3
     assert all(change["status"] == "pending" and now < change["next_attempt_at"] <= now + timedelta(seconds=1.15)
                for change in updates.values())
     # The two granted sends must start within the slack after their grant, or go back unsent.
-    assert set(deadlines) == {d.id for d, _ in allowed}
+    assert set(deadlines) == {unit[0][0].id for unit in allowed}
     assert all(before < deadline <= time.monotonic() + throttle.START_SLACK_SECONDS for deadline in deadlines.values())
 
 
