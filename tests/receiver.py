@@ -43,6 +43,14 @@ class Receiver:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
 
+            def setup(self):
+                # TLS: the handshake happens here, in the request's thread, not in the accept of the server's loop,
+                # so a client that connects and never finishes its handshake cannot stall the server (or its close).
+                if ssl_context is not None:
+                    self.request.settimeout(10)
+                    self.request.do_handshake()
+                super().setup()
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
@@ -63,7 +71,8 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         if ssl_context is not None:
-            self.server.socket = ssl_context.wrap_socket(self.server.socket, server_side=True)
+            self.server.socket = ssl_context.wrap_socket(self.server.socket, server_side=True,
+                                                         do_handshake_on_connect=False)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
