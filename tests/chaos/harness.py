@@ -9,7 +9,8 @@ manager starts a new one), flushes Redis, restarts Redis, restarts PostgreSQL an
 receivers answer 5xx, time out, reset, refuse, send poisoned headers and garbage (tests/chaos/receivers.py).
 Then it waits for everything to settle and checks: 0 lost (every accepted message received by every subscription
 of its topic, or dead-lettered with a reason), 0 stuck, duplicates under 1 %, attempts in the API match the
-requests the receivers saw. It prints a summary and exits 1 if a check fails.
+requests the receivers saw, and each ordering key reached its ordered subscription in publish order. It prints a
+summary and exits 1 if a check fails.
 """
 
 import argparse
@@ -38,6 +39,7 @@ from tests.chaos.receivers import MANNERS, REFUSING  # noqa: E402
 from tests.stack import Postgres  # noqa: E402
 
 TOPICS = 4
+KEYS = 16  # every message carries ordering_key k<n % KEYS>; each topic has one subscription with ordered delivery
 CHAOS_POLICY = {"retrySchedule": {"delays": [0.5, 1, 2, 4], "repeatLast": True}, "retryLimits": {"maxAttempts": 8},
                 "requestPolicy": {"timeoutSeconds": 1}}
 NEVER_REACHED = ("connection", "lease_expired", "internal", "dns", "blocked_address")
@@ -196,7 +198,8 @@ class Publisher:
         while time.monotonic() < deadline:
             began = time.monotonic()
             try:
-                response = session.post(f"{self.base}/api/topics/{topic}/publish/", json={"payload": {"n": n}},
+                response = session.post(f"{self.base}/api/topics/{topic}/publish/",
+                                        json={"payload": {"n": n}, "ordering_key": f"k{n % KEYS}"},
                                         headers={**self.headers, "Idempotency-Key": f"chaos-{n}"}, timeout=10)
             except requests.RequestException as exc:
                 self.refused[type(exc).__name__] += 1
@@ -235,7 +238,8 @@ def subscribe_all(call, stack: Stack) -> tuple[list[int], dict[int, str]]:
         port = stack.flaky_port if name in REFUSING else stack.receiver_port
         created = call("post", "/api/subscriptions/", json={"topic": topics[index % TOPICS],
                                                             "endpoint": f"http://127.0.0.1:{port}/r/{name}",
-                                                            "delivery_policy": CHAOS_POLICY})
+                                                            "delivery_policy": CHAOS_POLICY,
+                                                            "ordered_delivery": name.startswith("ordered-")})
         endpoints[created["id"]] = name
     return topics, endpoints
 
@@ -281,7 +285,7 @@ def settle(database: str, timeout: float, stall: float) -> tuple[float, int]:
         try:
             with psycopg.connect(database) as conn:
                 left = conn.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
-                                    "('pending', 'in_flight')").fetchone()[0]
+                                    "('pending', 'in_flight', 'waiting')").fetchone()[0]
                 left += conn.execute("SELECT count(*) FROM herald_delivery_message WHERE fanout_pending").fetchone()[0]
         except psycopg.OperationalError:
             left = -1
@@ -308,6 +312,13 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
                                 "JOIN herald_delivery_delivery d ON d.id = a.delivery_id "
                                 "GROUP BY 1, 2, 3").fetchall()
         stored_messages = conn.execute("SELECT count(*) FROM herald_delivery_message").fetchone()[0]
+        # ordered delivery: publish order per key is the order of the deliveries' ids (same-key publishes are
+        # serialized, so id order is commit order; messages published concurrently have no order of their own)
+        rank = {}
+        for sid, n in conn.execute(
+                "SELECT d.subscription_id, (m.payload->>'n')::int FROM herald_delivery_delivery d JOIN "
+                "herald_delivery_message m ON m.id = d.message_id WHERE d.ordering_key IS NOT NULL ORDER BY d.id"):
+            rank[(endpoints.get(sid), n)] = len(rank)
         tries = defaultdict(list)  # (message id, subscription id) -> error classes of its attempts, in order
         for m, sid, error_class in conn.execute(
                 "SELECT d.message_id, d.subscription_id, a.error_class FROM herald_delivery_attempt a "
@@ -316,7 +327,7 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
         open_rows = conn.execute(
             "SELECT d.status, d.attempt_count, d.next_attempt_at IS NULL, d.next_attempt_at < now(), "
             "e.state, count(*) FROM herald_delivery_delivery d JOIN herald_subscriptions_endpoint e "
-            "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight') GROUP BY 1, 2, 3, 4, 5 "
+            "ON e.id = d.endpoint_id WHERE d.status IN ('pending', 'in_flight', 'waiting') GROUP BY 1, 2, 3, 4, 5 "
             "ORDER BY 6 DESC LIMIT 20").fetchall()
     stuck_rows = [tuple(row) for row in open_rows]
     topic_of = {sid: None for sid in endpoints}
@@ -335,13 +346,23 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             outcome[status or "missing"] += 1
             if status is None:
                 lost.append((message_id, name, "no delivery"))
-            elif status in ("pending", "in_flight"):
+            elif status in ("pending", "in_flight", "waiting"):
                 stuck += 1
             elif status == "succeeded" and not ok[(name, message_id)]:
                 lost.append((message_id, name, "succeeded, but the receiver never answered it 2xx"))
             elif status in ("dead_lettered", "dropped") and not reason:
                 lost.append((message_id, name, f"{status} without a reason"))
     duplicates = sum(count - 1 for count in ok.values() if count > 1)
+    # ordered delivery: each key's requests (in the order the receiver answered them) never go back in publish order
+    sequences = defaultdict(list)
+    for r in requests_seen:
+        if r.get("n") is not None:
+            sequences[(r["path"], r["n"] % KEYS)].append(r["n"])
+    out_of_order = []
+    for (path, key), ns in sequences.items():
+        ranks = [rank.get((path, n), -1) for n in ns]
+        if ranks != sorted(ranks) or -1 in ranks:
+            out_of_order.append((path, key, ns))
     sid_of = {name: sid for sid, name in endpoints.items()}
     repeated_after = Counter()  # why a request answered 2xx was sent again: its recorded outcome
     for (name, message_id), count in ok.items():
@@ -372,7 +393,9 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             "per_subscription": per_subscription, "attempt_mismatches": mismatched,
             "attempts_by_error": dict(sorted(by_error.items())),
             "duplicates_after": dict(repeated_after.most_common()),
-            "requests_seen": len(requests_seen), "stuck_rows": stuck_rows}
+            "requests_seen": len(requests_seen), "stuck_rows": stuck_rows,
+            "ordered_keys": len(sequences), "ordered_requests": sum(len(ns) for ns in sequences.values()),
+            "out_of_order": out_of_order}
 
 
 def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple, exited: list[str],
@@ -389,6 +412,8 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
         ("attempts in the API match requests seen", "all" if not result["attempt_mismatches"] else
          ", ".join(result["attempt_mismatches"]), not result["attempt_mismatches"]),
         ("processes that exited by themselves", len(exited), not exited),
+        (f"ordered keys out of order ({result['ordered_keys']} keys, {result['ordered_requests']} requests)",
+         len(result["out_of_order"]), result["ordered_keys"] > 0 and not result["out_of_order"]),
     ]
     print("\nfaults:")
     for line in faults:
@@ -411,6 +436,8 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
         print("  open: status={} attempts={} held={} due={} endpoint={}: {} rows".format(*row))
     for message_id, name, why in result["lost"][:20]:
         print(f"  lost: {message_id} → {name}: {why}")
+    for path, key, ns in result["out_of_order"][:5]:
+        print(f"  out of order: {path} k{key}: {ns[:40]}")
     return all(passed for _, _, passed in checks)
 
 

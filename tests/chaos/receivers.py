@@ -22,6 +22,8 @@ MANNERS = {
     "reset": "reset", "reset-2": "reset", "poison": "poison", "poison-2": "poison",
     "garbage": "garbage", "retry-after": "retry_after", "gone-wrong": "dead",
     "polite-5": "polite", "polite-6": "polite", "flaky-5xx-3": "flaky5xx",
+    # ordered delivery (one per topic): the log records each request's message number, to check the order
+    "ordered-0": "flaky5xx", "ordered-1": "flaky5xx", "ordered-2": "flaky5xx", "ordered-3": "flaky5xx",
 }
 REFUSING = ["refusing", "refusing-2"]  # served on FLAKY_PORT
 SLOW_SECONDS = 1.6  # past the chaos policy's 1 s timeout
@@ -50,8 +52,9 @@ def handler_for(log: Log, rng: random.Random):
             try:
                 answer = getattr(self, f"answer_{manner}")(rng.random())
             finally:
+                number = json.loads(body)["data"]["n"] if name.startswith("ordered-") else None
                 log.write(path=name, id=self.headers.get("webhook-id"), attempt=self.headers.get("herald-attempt"),
-                          answered=answer, at=time.time(), size=len(body))
+                          answered=answer, at=time.time(), size=len(body), n=number)
 
         def reply(self, status: int, headers: dict | None = None, body: bytes = b"ok") -> None:
             self.send_response(status)
