@@ -64,6 +64,20 @@ BODY = {"customer": {"id": "c17"}, "order": {"total": 250, "region": "eu-west-1"
 decide = fanout.decide
 
 
+def topic_of(user, name: str, subscription, size: int = 10000) -> Topic:
+    """A fresh topic (everything of the last scenario gone) with `size` subscriptions made by
+    `subscription(topic, n, endpoint)`."""
+    Delivery.objects.all().delete()
+    Message.objects.all().delete()
+    Topic.objects.filter(owner=user).delete()
+    Endpoint.objects.filter(owner=user).delete()
+    topic = Topic.objects.create(owner=user, name=name)
+    endpoints = Endpoint.objects.bulk_create(
+        [Endpoint(owner=user, url=f"http://127.0.0.1:9/{name}/{n}") for n in range(size)])
+    Subscription.objects.bulk_create([subscription(topic, n, e) for n, e in enumerate(endpoints)])
+    return topic
+
+
 def main():
     call_command("migrate", verbosity=0)
     django_rq.get_connection("deliveries").flushdb()
@@ -87,15 +101,8 @@ def main():
         mode = "fan-out job" if Message.objects.filter(fanout_pending=True).exists() else "inline"
         print(f"{size:6d} subscriptions: {statistics.median(timings):8.1f} ms  ({mode}, {count} deliveries)")
     for label, status, policy in SKIPPING:
-        Delivery.objects.all().delete()
-        Message.objects.all().delete()
-        Topic.objects.filter(owner=user).delete()
-        Endpoint.objects.filter(owner=user).delete()
-        topic = Topic.objects.create(owner=user, name="skipping")
-        endpoints = Endpoint.objects.bulk_create(
-            [Endpoint(owner=user, url=f"http://127.0.0.1:9/s/{n}") for n in range(10000)])
-        Subscription.objects.bulk_create([Subscription(topic=topic, endpoint=e, status=status, filter_policy=policy(n))
-                                          for n, e in enumerate(endpoints)])
+        topic = topic_of(user, "skipping", lambda topic, n, e, status=status, policy=policy: Subscription(
+            topic=topic, endpoint=e, status=status, filter_policy=policy(n)))
         timings, unrecorded = [], []
         for _ in range(ROUNDS):
             started = time.perf_counter()
@@ -113,16 +120,9 @@ def main():
     print("filtering at 10,000 subscriptions (decide: evaluating every subscription's filters; publish: the whole "
           "publish, deliveries included)")
     for label, scope, policy, event_types in FILTERING:
-        Delivery.objects.all().delete()
-        Message.objects.all().delete()
-        Topic.objects.filter(owner=user).delete()
-        Endpoint.objects.filter(owner=user).delete()
-        topic = Topic.objects.create(owner=user, name="filtering")
-        endpoints = Endpoint.objects.bulk_create(
-            [Endpoint(owner=user, url=f"http://127.0.0.1:9/f/{n}") for n in range(10000)])
-        Subscription.objects.bulk_create([Subscription(
-            topic=topic, endpoint=e, status="confirmed", filter_policy=policy(n), filter_policy_scope=scope,
-            event_types=event_types) for n, e in enumerate(endpoints)])
+        topic = topic_of(user, "filtering", lambda topic, n, e, policy=policy, scope=scope, types=event_types:
+                         Subscription(topic=topic, endpoint=e, status="confirmed", filter_policy=policy(n),
+                                      filter_policy_scope=scope, event_types=types))
         candidates = fanout.topic_subscriptions(topic.id)
         facts = fanout.Facts(ATTRIBUTES, "invoice.paid", BODY)
         decisions = []
