@@ -2,8 +2,8 @@
 
 Sends go to the process's transport (an event loop with hundreds of requests in flight); all database work stays
 on the job's thread, and results are recorded in small groups as they complete, so a slow endpoint holds back
-nobody else's. Claiming and writing back under a lease live in `leases.py`, recording
-in `recording.py`.
+nobody else's. Claiming and writing back under a lease live in `leases.py`, turning rows into requests (envelopes,
+batches) in `outgoing.py`, recording in `recording.py`.
 
 A failure is contained to what it concerns: a row that cannot be prepared gets an `internal` attempt (it counts,
 so its retry limits end it); a job that fails as a whole settles what it claimed before it ends (what was sent is
@@ -13,65 +13,28 @@ recorded, the rest is due again shortly), so no row waits for its lease to run o
 import logging
 import time
 from collections import defaultdict
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
-from delivery.conf import VERSION, herald
-from delivery.engine import health, journal, leases, oauth, recording, throttle, transitions
+from delivery.conf import herald
+from delivery.engine import health, journal, leases, outgoing, recording, throttle, transitions
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
-from delivery.models import Attempt, Delivery
-from delivery.rules import batching, circuit, decisions, delivery_headers, wire
-from delivery.rules.storable import clean_text
+from delivery.models import Delivery
+from delivery.rules import circuit, decisions
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeadLetterReason
 from delivery.transport import sender
-from delivery.transport.sender import SendResult
 from subscriptions.models import Subscription
-from subscriptions.secrets import decrypt
 
 log = logging.getLogger(__name__)
 RELEASE_DELAY_SECONDS = 1.0  # after a failed job: soon, but not in a tight loop if the failure repeats
 GROUP_SECONDS = 0.02  # sends that complete this close together are recorded in one statement
 SETTLE_RETRY_PAUSES = (0, 0.5, 1, 2, 4)  # seconds before each try at settling while the database is away
 MAX_TIMEOUT_SECONDS = 60  # the longest requestPolicy.timeoutSeconds a policy may set
-
-
-def extra_headers(subscription: Subscription, attributes: dict) -> tuple[dict, frozenset]:
-    """The subscription's delivery headers for a message with `attributes` (secret values decrypted), and the
-    names of the secret ones. A secret no key decrypts fails the try inside Herald, saying so."""
-    stored = subscription.delivery_headers or []
-    if not stored:
-        return {}, frozenset()
-    plain = [{**header, "value": decrypt(header["value"])} if header.get("secret") else header for header in stored]
-    return delivery_headers.resolve(plain, attributes), frozenset(h["name"] for h in stored if h.get("secret"))
-
-
-def envelope(delivery: Delivery, policy) -> wire.Envelope:
-    message, subscription = delivery.message, delivery.subscription
-    headers, secret = extra_headers(subscription, message.attributes)
-    return wire.Envelope(
-        message_id=str(message.id),
-        topic_name=message.topic.name,
-        event_type=message.event_type,
-        subject=message.subject,
-        published_at=message.published_at,
-        payload=message.payload,
-        payload_is_text=message.payload_is_text,
-        subscription_id=subscription.id,
-        url=delivery.endpoint.url,
-        raw=subscription.raw_message_delivery,
-        secrets=subscription.signing_secrets(timezone.now()),
-        content_type=policy.content_type,
-        user_agent=f"Herald/{VERSION}",
-        client_certificate=subscription.client_credentials(),
-        extra_headers=headers,
-        secret_headers=secret,
-        replay=delivery.replay_id,
-    )
 
 
 def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
@@ -121,31 +84,6 @@ def throttled(units: list[list], updates: dict, now) -> tuple[list[list], dict[i
     return allowed, deadlines
 
 
-def batched(ready: list, probes: set[int]) -> list[list]:
-    """The requests to make: each row alone, except a batching subscription's rows (`max_events_per_batch` > 1),
-    cut into batches in publish order. A probe always goes alone (a batch of one)."""
-    units, by_subscription = [], defaultdict(list)
-    for delivery, policy in ready:
-        if delivery.subscription.max_events_per_batch > 1 and delivery.id not in probes:
-            by_subscription[delivery.subscription_id].append((delivery, policy))
-        else:
-            units.append([(delivery, policy)])
-    for items in by_subscription.values():
-        items.sort(key=lambda item: item[0].id)
-        subscription = items[0][0].subscription
-        sizes = [len(wire.event_bytes(envelope(delivery, policy))) for delivery, policy in items]
-        units += batching.cut(items, sizes, max_events=subscription.max_events_per_batch,
-                              preferred_bytes=subscription.preferred_batch_size_kb * 1024)
-    return units
-
-
-def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
-    """A try that failed inside Herald before anything was sent. It counts, so the policy's limits end it."""
-    result = SendResult(status=None, duration_ms=0, started_at=time.time(), error_class=Attempt.ErrorClass.INTERNAL,
-                        error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
-    return Tried(delivery, policy, delivery.attempt_count + 1, None, result, queue_name)
-
-
 def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_name: str, now) -> list:
     """(delivery, policy) of each claimed row that is to be sent now; the others get their changes in `updates`
     (held, expired) or, when preparing them failed, a try in `failed`."""
@@ -153,7 +91,7 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
     for delivery in claimed:
         policy, unreadable = subscription_policy_or_default(delivery.subscription)
         if unreadable is not None:
-            failed.append(internal_failure(delivery, policy, unreadable, queue_name))
+            failed.append(recording.internal_failure(delivery, policy, unreadable, queue_name))
             continue
         if delivery.subscription.status != Subscription.Status.CONFIRMED:
             updates[delivery.id] = transitions.held()
@@ -164,47 +102,6 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
             continue
         ready.append((delivery, policy))
     return ready
-
-
-def build(units: list[list], failed: list[Tried], queue_name: str) -> list:
-    """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
-    built fails alone (each of its rows gets the failed try)."""
-    built = []
-    for unit in units:
-        numbers = [delivery.attempt_count + 1 for delivery, _ in unit]
-        subscription = unit[0][0].subscription
-        try:
-            envelopes = [envelope(delivery, policy) for delivery, policy in unit]
-            if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
-                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=timezone.now())
-            else:
-                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=timezone.now())
-            if oauth.configured(subscription):
-                request = oauth.authorize(request, subscription)
-        except Exception as exc:
-            log.exception("deliveries %s: their request could not be built", [d.id for d, _ in unit])
-            failed.extend(internal_failure(delivery, policy, exc, queue_name) for delivery, policy in unit)
-            continue
-        built.append((unit, numbers, request))
-    return built
-
-
-def fan_in(future, count: int) -> list:
-    """`count` futures that complete with `future` (a batch's request): one per row it carries, so recording,
-    journaling and settling see one send per delivery, as for requests of their own."""
-    members = [Future() for _ in range(count)]
-
-    def done(parent) -> None:
-        for member in members:
-            if parent.cancelled():
-                member.cancel()
-            elif parent.exception() is not None:
-                member.set_exception(parent.exception())
-            else:
-                member.set_result(parent.result())
-
-    future.add_done_callback(done)
-    return members
 
 
 @dataclass(frozen=True)
@@ -237,14 +134,15 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> 
     try:
         ready = prepare(claimed, updates, failed, label or AttemptQueue.DELIVERIES, now)
         ready, probes = gated(ready, updates, now)
-        units, deadlines = throttled(batched(ready, probes), updates, now)
-        for unit, numbers, request in build(units, failed, label or AttemptQueue.DELIVERIES):
+        units, prepared = outgoing.batched(ready, probes)
+        units, deadlines = throttled(units, updates, now)
+        for unit, numbers, request in outgoing.build(units, failed, label or AttemptQueue.DELIVERIES, prepared):
             leader, policy = unit[0]
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
             sent = sender.submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id, start_by=deadline)
-            members = [sent] if len(unit) == 1 else fan_in(sent, len(unit))
+            members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
                 journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending

@@ -104,16 +104,15 @@ def topic_subscriptions(topic_id: int) -> list[Candidate]:
             for sid, eid, status, policy, scope, types, ordered in rows]
 
 
-def failing_filter(candidate: Candidate, facts: Facts) -> str | None:
-    """The key the message fails among the subscription's filters (the event-type filter first), or None."""
-    if candidate.event_types and not filters.event_type_matches(candidate.event_types, facts.event_type):
+def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_types=None) -> str | None:
+    """The key the message fails among a subscription's filters (the event-type filter first), or None."""
+    if event_types and not filters.event_type_matches(event_types, facts.event_type):
         return filters.EVENT_TYPE_KEY
-    if not candidate.filter_policy:
+    if not policy:
         return None
-    if candidate.filter_policy_scope == filters.BODY:
-        return filters.failing_key(candidate.filter_policy, facts.attributes, scope=filters.BODY,
-                                         body=facts.body)
-    return filters.failing_key(candidate.filter_policy, facts.attributes)
+    if scope == filters.BODY:
+        return filters.failing_key(policy, facts.attributes, scope=filters.BODY, body=facts.body)
+    return filters.failing_key(policy, facts.attributes)
 
 
 def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate], dict]:
@@ -124,7 +123,7 @@ def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate
         if candidate.status not in LIVE:
             unconfirmed.append(candidate.id)
             continue
-        key = failing_filter(candidate, facts)
+        key = failing_filter(facts, candidate.filter_policy, candidate.filter_policy_scope, candidate.event_types)
         if key is not None:
             filtered.setdefault(key, []).append(candidate.id)
             continue

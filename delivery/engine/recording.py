@@ -8,6 +8,7 @@ still this job's are written, and an attempt row is created only for those: reco
 
 import logging
 import random
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,13 @@ class Tried:
     request: OutgoingRequest | None
     result: SendResult
     queue: str
+
+
+def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
+    """A try that failed inside Herald before anything was sent. It counts, so the policy's limits end it."""
+    result = SendResult(status=None, duration_ms=0, started_at=time.time(), error_class=Attempt.ErrorClass.INTERNAL,
+                        error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
+    return Tried(delivery, policy, delivery.attempt_count + 1, None, result, queue_name)
 
 
 def header(headers: dict, name: str) -> str | None:

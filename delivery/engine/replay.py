@@ -44,10 +44,8 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
     if window[limit:limit + 1].exists():
         raise ApplicationError(f"More than {limit} messages were published in that window; narrow since/until "
                                f"(HERALD_MAX_REPLAY_MESSAGES).", field="until")
-    own = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
-                           subscription.filter_policy, subscription.filter_policy_scope, subscription.event_types,
-                           subscription.ordered_delivery)
-    extra = fanout.Candidate(0, 0, Subscription.Status.CONFIRMED, filter_policy, filter_policy_scope, event_types)
+    own = (subscription.filter_policy, subscription.filter_policy_scope, subscription.event_types)
+    extra = (filter_policy, filter_policy_scope, event_types)
     paused = subscription.status == Subscription.Status.PAUSED
     with transaction.atomic():
         replay = Replay.objects.create(subscription=subscription, since=since, until=until,
@@ -57,7 +55,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
         batch: list[Delivery] = []
         for message in window.order_by("published_at", "id").iterator(chunk_size=CHUNK):
             facts = fanout.Facts.of(message)
-            if fanout.failing_filter(own, facts) is not None or fanout.failing_filter(extra, facts) is not None:
+            if fanout.failing_filter(facts, *own) is not None or fanout.failing_filter(facts, *extra) is not None:
                 continue
             keyed = message.ordering_key if subscription.ordered_delivery else None
             # Keyed ones all wait; their heads are released once this commits (under each key's lock).

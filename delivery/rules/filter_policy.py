@@ -204,6 +204,19 @@ def _combination_terms(policy: dict) -> str:
     return " × ".join(terms)
 
 
+def problems(*, policy=None, scope: str = ATTRIBUTES, event_types=None) -> dict[str, str]:
+    """What is wrong with a subscription's filters, by field (`filter_policy`, `event_types`); empty when nothing.
+    The API's serializers and the admin's form all ask this."""
+    found = {}
+    for name, check in (("filter_policy", lambda: validate(policy, scope)),
+                        ("event_types", lambda: validate_event_types(event_types))):
+        try:
+            check()
+        except FilterPolicyError as exc:
+            found[name] = str(exc)
+    return found
+
+
 # --- matching -----------------------------------------------------------------------------------------------------
 
 def _cidr_contains(network: str, value) -> bool:

@@ -131,13 +131,12 @@ def build_batch_request(envelopes: list[Envelope], *, attempt_number: int, now: 
     batch_id = "batch_" + hashlib.sha256(members.encode()).hexdigest()[:32]
     shared = {name: value for name, value in first.extra_headers.items()
               if all(envelope.extra_headers.get(name) == value for envelope in envelopes[1:])}
-    request = signed(replace(first, extra_headers=shared, replay=None), body,
-                     {"Content-Type": CLOUDEVENTS_BATCH_CONTENT_TYPE, "herald-batch-size": str(len(envelopes))},
-                     message_id=batch_id, attempt_number=attempt_number, now=now)
-    replays = {envelope.replay for envelope in envelopes} - {None}
+    headers = {"Content-Type": CLOUDEVENTS_BATCH_CONTENT_TYPE, "herald-batch-size": str(len(envelopes))}
+    replays = sorted({envelope.replay for envelope in envelopes} - {None})
     if replays:
-        request.headers["herald-replay"] = ",".join(str(r) for r in sorted(replays))
-    return request
+        headers["herald-replay"] = ",".join(str(replay) for replay in replays)
+    return signed(replace(first, extra_headers=shared, replay=None), body, headers, message_id=batch_id,
+                  attempt_number=attempt_number, now=now)
 
 
 def webhook_id(envelope: Envelope) -> str:

@@ -86,16 +86,10 @@ class PolicyValidatingForm(forms.ModelForm):
         """Filters edited here are checked like API writes (the policy against its scope, the event types)."""
         data = super().clean()
         if "filter_policy" in self.fields:
-            try:
-                filter_policy.validate(data.get("filter_policy"),
-                                       data.get("filter_policy_scope") or filter_policy.ATTRIBUTES)
-            except filter_policy.FilterPolicyError as exc:
-                self.add_error("filter_policy", str(exc))
-        if "event_types" in self.fields:
-            try:
-                filter_policy.validate_event_types(data.get("event_types"))
-            except filter_policy.FilterPolicyError as exc:
-                self.add_error("event_types", str(exc))
+            found = filter_policy.problems(policy=data.get("filter_policy"), event_types=data.get("event_types"),
+                                           scope=data.get("filter_policy_scope") or filter_policy.ATTRIBUTES)
+            for name, reason in found.items():
+                self.add_error(name, reason)
         return data
 
 

@@ -12,6 +12,12 @@ from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
 
 
+def raise_problems(found: dict[str, str]) -> None:
+    """A 400 naming each field `found` has a problem with."""
+    if found:
+        raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
+
+
 class TopicSerializer(serializers.ModelSerializer):
     class Meta:
         model = Topic
@@ -193,19 +199,12 @@ class SubscriptionSerializer(serializers.ModelSerializer):
 
     def _check_filters(self, data) -> None:
         """The filter policy against its scope (either may change alone), and the event-type filter."""
+        policy = None
         if "filter_policy" in data or "filter_policy_scope" in data:
             policy = data.get("filter_policy", getattr(self.instance, "filter_policy", None))
-            scope = data.get("filter_policy_scope",
-                             getattr(self.instance, "filter_policy_scope", filters.ATTRIBUTES))
-            try:
-                filters.validate(policy, scope)
-            except filters.FilterPolicyError as exc:
-                raise serializers.ValidationError({"filter_policy": [str(exc)]}) from None
+        scope = data.get("filter_policy_scope", getattr(self.instance, "filter_policy_scope", filters.ATTRIBUTES))
+        raise_problems(filters.problems(policy=policy, scope=scope, event_types=data.get("event_types")))
         if "event_types" in data:
-            try:
-                filters.validate_event_types(data["event_types"])
-            except filters.FilterPolicyError as exc:
-                raise serializers.ValidationError({"event_types": [str(exc)]}) from None
             data["event_types"] = data["event_types"] or []
 
     def validate_topic(self, topic):
@@ -339,14 +338,8 @@ class ReplaySerializer(serializers.Serializer):
     def validate(self, data):
         if data.get("until") and data["since"] >= data["until"]:
             raise serializers.ValidationError({"until": ["must be later than since"]})
-        try:
-            filters.validate(data.get("filter_policy"), data["filter_policy_scope"])
-        except filters.FilterPolicyError as exc:
-            raise serializers.ValidationError({"filter_policy": [str(exc)]}) from None
-        try:
-            filters.validate_event_types(data.get("event_types"))
-        except filters.FilterPolicyError as exc:
-            raise serializers.ValidationError({"event_types": [str(exc)]}) from None
+        raise_problems(filters.problems(policy=data.get("filter_policy"), scope=data["filter_policy_scope"],
+                                        event_types=data.get("event_types")))
         return data
 
 

@@ -15,7 +15,7 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
 
-from delivery.engine import attempts, dispatch, jobs, journal, leases, queues, recording, transitions
+from delivery.engine import attempts, dispatch, jobs, journal, leases, outgoing, queues, recording, transitions
 from delivery.engine.effective import subscription_policy
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
@@ -135,14 +135,14 @@ def test_a_job_that_raises_after_sending_records_each_try_once(three, receiver, 
 @pytest.mark.django_db(transaction=True)
 def test_a_row_whose_request_cannot_be_built_fails_alone_and_counts(three, monkeypatch):
     ids = three
-    real = attempts.envelope
+    real = outgoing.envelope
 
     def fragile(delivery, policy):
         if delivery.id == ids[0]:
             raise ValueError("cannot build this one")
         return real(delivery, policy)
 
-    monkeypatch.setattr(attempts, "envelope", fragile)
+    monkeypatch.setattr(outgoing, "envelope", fragile)
     assert attempts.process(ids, "deliveries") == 2
 
     broken = Delivery.objects.get(id=ids[0])
