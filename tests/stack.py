@@ -76,6 +76,13 @@ class Postgres:
         """Every session is cut, as in a restart for maintenance (`fast`) or a crash (`immediate`)."""
         self.pg_ctl("-m", mode, "-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "restart")
 
+    def shut_down(self, mode: str = "fast") -> None:
+        """Stopped, as for maintenance or an outage (`start_again` brings the same cluster back)."""
+        self.pg_ctl("-m", mode, "-w", "stop")
+
+    def start_again(self) -> None:
+        self.pg_ctl("-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "start")
+
     def stop(self) -> None:
         subprocess.run(as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"]),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

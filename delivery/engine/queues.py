@@ -14,7 +14,7 @@ import logging
 from django.db import transaction
 
 from delivery.conf import herald
-from delivery.engine import redis_link
+from delivery.engine import availability, redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,9 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
         queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=herald.JOB_TIMEOUT_SECONDS,
                            result_ttl=0, failure_ttl=86400)
         return True
-    except Exception:
-        log.warning("could not queue a delivery pump on %s; the scheduler will ask again", queue_name, exc_info=True)
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not queue a delivery pump on %s; the scheduler will ask again",
+                                  queue_name)
         return False
 
 
@@ -49,8 +50,8 @@ def pump_started(queue_name: str) -> None:
     """A pump took over: the next new work needs a new one queued (this one may be busy with slow endpoints)."""
     try:
         redis_link.connection(queue_name).delete(PUMP_WANTED_KEY.format(queue_name))
-    except Exception:
-        log.warning("could not clear the pump flag of %s", queue_name, exc_info=True)
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not clear the pump flag of %s", queue_name)
 
 
 def work_sequence(queue_name: str = DELIVERIES) -> int:
@@ -74,7 +75,8 @@ def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
             redis_link.queue(DELIVERIES).enqueue_call(
                 DELIVER_JOB, args=(delivery_ids, str(label)), timeout=herald.JOB_TIMEOUT_SECONDS,
                 result_ttl=0, failure_ttl=86400)
-        except Exception:
-            log.warning("could not queue deliveries %s; the next pump sends them", delivery_ids, exc_info=True)
+        except Exception as exc:
+            availability.redis_failed(exc, log, "could not queue deliveries %s; the next pump sends them",
+                                      delivery_ids)
             want_pump(DELIVERIES)
     transaction.on_commit(push)

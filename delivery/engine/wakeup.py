@@ -2,7 +2,7 @@
 
 import logging
 
-from delivery.engine import redis_link
+from delivery.engine import availability, redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
@@ -19,5 +19,5 @@ def wake_dispatcher() -> None:
     try:
         with redis().pipeline() as pipe:
             pipe.lpush(WAKE_KEY, 1).ltrim(WAKE_KEY, 0, 0).execute()
-    except Exception:  # the dispatcher also wakes by itself every interval
-        log.warning("could not wake the dispatcher", exc_info=True)
+    except Exception as exc:  # the dispatcher also wakes by itself every interval
+        availability.redis_failed(exc, log, "could not wake the dispatcher")

@@ -1,43 +1,103 @@
-"""The RQ worker Herald runs (`manage.py rqworker deliveries retries` picks it up from settings).
+"""The RQ worker Herald runs (`manage.py rqworker deliveries retries` picks it up from settings, and so does a host
+project that names it in `RQ["WORKER_CLASS"]`).
 
-A plain `SimpleWorker` has two habits a long-lived delivery worker cannot have:
+A plain `SimpleWorker` has habits a long-lived delivery worker cannot have:
+- it needs Redis the moment it is built (it names its connection) and when it registers, so started while Redis is
+  down it exits with "Connection refused". Here it waits for Redis there, and for PostgreSQL and Redis before its
+  loop begins (`availability.wait`: one log line per change of state, capped backoff);
 - it keeps Django's database connection across jobs, so after a PostgreSQL restart every later job fails with
   "the connection is closed". Here, as Django does around every request, broken and expired connections are
-  dropped before and after every job (with CONN_HEALTH_CHECKS, a reused connection is pinged first);
+  dropped before and after every job, and a job starts only once PostgreSQL answers (the worker waits, keeping its
+  heartbeat, instead of failing the job);
 - its work loop ends the process on any Redis error outside the dequeue wait (a heartbeat or a job's bookkeeping
   while Redis restarts). Here the loop starts again, under a fresh worker name, once Redis answers.
 It stops only when asked to (SIGTERM/SIGINT), in burst mode when the queues are empty, or after `max_jobs`.
 """
 
 import logging
-import time
+import signal
 from uuid import uuid4
 
 from django.db import close_old_connections
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from rq.exceptions import StopRequested
 from rq.worker import SimpleWorker
 
 from delivery.conf import herald
-from delivery.engine import pump
+from delivery.engine import availability, pump
 
 log = logging.getLogger("herald.worker")
-RECONNECT_WAIT_MAX = 10.0
+
+
+class _QuietAboutRedis(logging.Filter):
+    """RQ logs an error on every retry of its dequeue while Redis is away; `availability` says it once instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "could not connect to Redis instance" not in str(record.msg)
+
+
+logging.getLogger("rq.worker").addFilter(_QuietAboutRedis())
 
 
 class HeraldWorker(SimpleWorker):
+    max_connection_wait_time = availability.MAX_BACKOFF_SECONDS  # RQ's own dequeue retry, capped as ours
     _stop_asked = False
     _finished = False  # a normal end of the loop: queues empty in burst mode, idle too long, or max_jobs done
     _jobs_done = 0
     _max_jobs: int | None = None
+
+    def _set_ip_address(self, connection):
+        """Called while the worker is built: the first moment it needs Redis. Wait for it (and PostgreSQL, which its
+        jobs need) instead of failing."""
+        asked = lambda *_: setattr(self, "_stop_asked", True)  # noqa: E731 (RQ installs its own handlers later)
+        previous = {sig: signal.signal(sig, asked) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            needed = [availability.DATABASE, availability.redis_dependency(connection)]
+            while availability.wait(needed, stopping=self.stop_asked):
+                try:
+                    return super()._set_ip_address(connection)
+                except (RedisConnectionError, RedisTimeoutError):
+                    continue  # gone again between the look and the call: wait once more
+            self.ip_address = "unknown"  # asked to stop before Redis came back: work() returns at once
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def stop_asked(self) -> bool:
+        return self._stop_asked
 
     def request_stop(self, signum, frame):
         self._stop_asked = True
         pump.stopping.set()  # a running pump stops claiming, finishes what is in flight and returns
         super().request_stop(signum, frame)
 
+    def heartbeat(self, timeout=None, pipeline=None):
+        """The first Redis call of every round of RQ's loop: while Redis is away, wait here (and say so once)."""
+        if pipeline is not None:
+            return super().heartbeat(timeout, pipeline)
+        redis = availability.redis_dependency(self.connection)
+        while True:
+            try:
+                result = super().heartbeat(timeout, pipeline)
+                if availability.is_down(redis.name):
+                    availability.unreachable([redis])  # logs that it answers again
+                return result
+            except (RedisConnectionError, RedisTimeoutError):
+                if not availability.wait([redis], stopping=self.stop_asked):
+                    raise StopRequested() from None
+
+    def heartbeat_once(self):
+        super().heartbeat()
+
+    def dependencies(self):
+        return [availability.DATABASE, availability.redis_dependency(self.connection)]
+
     def execute_job(self, job, queue):
         close_old_connections()
+        # A job needs PostgreSQL: wait for it here (heartbeat kept) rather than fail the job and spin on the next.
+        if not availability.wait([availability.DATABASE], stopping=self.stop_asked, while_waiting=self.heartbeat_once):
+            raise StopRequested()
         try:
             super().execute_job(job, queue)
         finally:
@@ -55,28 +115,19 @@ class HeraldWorker(SimpleWorker):
     def work(self, burst: bool = False, *args, max_jobs: int | None = None, **kwargs) -> bool:
         self._max_jobs = max_jobs
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
-
+        self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
         worked = False
         while True:
             try:
+                if not availability.wait(self.dependencies(), stopping=self.stop_asked):
+                    return worked
                 worked = super().work(burst, *args, max_jobs=max_jobs, **kwargs) or worked
-            except (RedisConnectionError, RedisTimeoutError):  # its teardown could not reach Redis either
-                log.warning("worker %s lost Redis while stopping its loop", self.name)
+            except StopRequested:  # asked to stop while waiting, outside RQ's loop
+                return worked
+            except (RedisConnectionError, RedisTimeoutError) as exc:  # registering, or its teardown, lost Redis
+                log.warning("worker %s lost Redis outside its loop: %s", self.name, exc)
             if burst or self._stop_asked or self._finished:
                 return worked
-            log.warning("worker %s: its loop ended on an error (see above); starting again once Redis answers",
-                        self.name)
-            self.wait_for_redis()
-            if self._stop_asked:
-                return worked
+            log.warning("worker %s: its loop ended on an error (see above); starting again once PostgreSQL and "
+                        "Redis answer", self.name)
             self.name = uuid4().hex  # the old registration may be half torn down; start clean
-
-    def wait_for_redis(self) -> None:
-        wait = 0.5
-        while not self._stop_asked:
-            try:
-                self.connection.ping()
-                return
-            except (RedisConnectionError, RedisTimeoutError):
-                time.sleep(wait)
-                wait = min(wait * 2, RECONNECT_WAIT_MAX)

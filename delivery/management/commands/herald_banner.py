@@ -3,6 +3,7 @@ type next (the admin, its user, the API token, the receiver and the walkthrough)
 logs rather than before them. Then it stays up quietly (honcho stops everything when one process exits)."""
 
 import os
+import signal
 import threading
 import time
 import urllib.error
@@ -39,21 +40,28 @@ class Command(BaseCommand):
     help = "Wait until Herald's web server and a worker are up, then print how to use them."
 
     def add_arguments(self, parser):
-        parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument("--url", default=f"http://127.0.0.1:{os.environ.get('HERALD_PORT', '8000')}")
         parser.add_argument("--timeout", type=float, default=120)
         parser.add_argument("--exit", action="store_true", help="Exit after printing (default: stay up).")
 
     def handle(self, *args, url, timeout, exit, **options):
         deadline = time.monotonic() + timeout
-        while not (web_answers(url + reverse("herald:api-root")) and worker_listening()):
+        while True:
+            if web_answers(url + reverse("herald:api-root")) and worker_listening():
+                try:
+                    self.stdout.write(self.banner(url))
+                    break
+                except Exception as exc:  # the database went away in between: it is a banner, try again
+                    self.stderr.write(f"(banner: {exc}; trying again)")
             if time.monotonic() > deadline:
                 self.stderr.write(f"Herald did not come up within {timeout:g} s; see the logs above.")
                 break
             time.sleep(0.5)
-        else:
-            self.stdout.write(self.banner(url))
         if not exit:
-            threading.Event().wait()
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            stop.wait()
 
     def banner(self, url: str) -> str:
         user = get_user_model().objects.filter(username="admin").first()

@@ -2,6 +2,9 @@
 
 It sleeps until the next retry is due (or a worker wakes it), so a retry is queued at its time, not up to an
 interval late. Several may run at once: each tick takes rows with SKIP LOCKED.
+
+It waits for PostgreSQL and Redis before its first tick and whenever a tick fails because one of them went away
+(one log line per change of state, capped backoff); it exits only when asked (SIGTERM/SIGINT) or with --once.
 """
 
 import logging
@@ -12,7 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from delivery.conf import herald
-from delivery.engine import dispatch, retention
+from delivery.engine import availability, dispatch, retention
 
 log = logging.getLogger("herald.cron")
 
@@ -25,11 +28,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, once=False, **options):
         stopping = []
-        signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stopping.append(True))
         interval = herald.DISPATCH_INTERVAL_SECONDS
         last_reconcile = last_retention = 0.0
         self.stdout.write(f"herald cron: dispatching every ≤{interval}s")
+        waited = False  # whether this tick's dependencies were looked at since the last failure
         while not stopping:
+            if not waited and not availability.wait(stopping=lambda: bool(stopping)):
+                return
+            waited = True
             try:
                 close_old_connections()
                 dispatch.dispatch_due()
@@ -41,9 +49,12 @@ class Command(BaseCommand):
                     last_retention = time.monotonic()
                 if once:
                     return
+                if availability.anything_down():  # a tick went on without Redis: is it back? (logged once)
+                    availability.unreachable()
                 dispatch.sleep_until_due(interval)
-            except KeyboardInterrupt:
-                return
-            except Exception:  # a database or Redis outage must not end the scheduler
-                log.exception("cron tick failed; retrying")
+            except Exception as exc:
+                waited = False
+                if availability.is_outage(exc) and availability.unreachable():
+                    continue  # the wait at the top logs what is away and returns once it answers
+                log.exception("cron tick failed; retrying")  # not an outage: show it, and do not spin
                 time.sleep(interval)

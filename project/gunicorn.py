@@ -1,0 +1,31 @@
+"""gunicorn's settings for Herald's web process: `gunicorn project.wsgi -c python:project.gunicorn`.
+
+Before gunicorn forks its workers, the master waits for PostgreSQL and Redis (one log line per change of state,
+capped backoff) instead of serving errors or exiting; SIGTERM/SIGINT while it waits ends it. Once it serves, an
+outage is answered per request with 503 and Retry-After (delivery/web/errors.py) and the process stays up.
+"""
+
+import os
+import signal
+import sys
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+django.setup()
+
+from django.db import connections  # noqa: E402
+
+from delivery.engine import availability  # noqa: E402
+
+
+def on_starting(server):
+    asked = []
+    previous = {sig: signal.signal(sig, lambda *_: asked.append(True)) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if not availability.wait(stopping=lambda: bool(asked)):
+            sys.exit(0)
+    finally:
+        connections.close_all()  # the workers are forked from here: none may inherit a connection
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
