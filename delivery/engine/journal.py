@@ -15,7 +15,7 @@ import queue
 import threading
 from datetime import datetime
 
-from delivery.engine import redis_link
+from delivery.engine import availability, redis_link
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport.sender import SendResult
 
@@ -103,10 +103,11 @@ def _write(batch: list) -> None:
                 }), ex=KEEP_SECONDS)
             pipe.execute()
         _failing = False
-    except Exception:
+    except Exception as exc:
+        if not _failing:
+            availability.redis_failed(exc, log, "could not journal %d answers; a crash before they are recorded "
+                                      "would repeat them", len(batch))
         _failing = True
-        log.warning("could not journal %d answers; a crash before they are recorded would repeat them", len(batch),
-                    exc_info=True)
 
 
 def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
@@ -117,8 +118,8 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
         return {}
     try:
         values = redis_link.connection(AttemptQueue.DELIVERIES).mget([_key(d.id) for d in deliveries])
-    except Exception:
-        log.warning("could not read the answers journal", exc_info=True)
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not read the answers journal")
         return {}
     found = {}
     for delivery, value in zip(deliveries, values, strict=True):

@@ -72,6 +72,14 @@ class HeraldWorker(SimpleWorker):
         pump.stopping.set()  # a running pump stops claiming, finishes what is in flight and returns
         super().request_stop(signum, frame)
 
+    def set_shutdown_requested_date(self):
+        """RQ writes this from the SIGTERM handler: a Redis error here would be raised into whatever the worker was
+        doing (a pump mid-claim, its sends then unrecorded). It is bookkeeping; the stop itself needs no Redis."""
+        try:
+            super().set_shutdown_requested_date()
+        except (RedisConnectionError, RedisTimeoutError):
+            log.info("worker %s: stopping; could not note it in Redis", self.name)
+
     def heartbeat(self, timeout=None, pipeline=None):
         """The first Redis call of every round of RQ's loop: while Redis is away, wait here (and say so once)."""
         if pipeline is not None:

@@ -5,10 +5,12 @@
 
 It starts its own PostgreSQL and Redis (it restarts both), the receivers, gunicorn as the Procfile runs it, two
 workers and the scheduler, and publishes through the REST API while it kill -9s a worker every ~15 s (a process
-manager starts a new one), flushes Redis, restarts Redis, restarts PostgreSQL and kill -9s the scheduler; the
+manager starts a new one), stops Redis and then PostgreSQL for 6 s while workers and the scheduler are restarted
+and started into the outage, flushes Redis, restarts Redis, restarts PostgreSQL and kill -9s the scheduler; the
 receivers answer 5xx, time out, reset, refuse, send poisoned headers and garbage (tests/chaos/receivers.py).
 Then it waits for everything to settle and checks: 0 lost (every accepted message received by every subscription
-of its topic, or dead-lettered with a reason), 0 stuck, duplicates under 1 %, attempts in the API match the
+of its topic, or dead-lettered with a reason), 0 stuck, duplicates only after a try whose outcome Herald could not
+know (a kill -9 mid-send, a timeout) and under 3 %, no process that exited by itself, attempts in the API match the
 requests the receivers saw, and each ordering key reached its ordered subscription in publish order. It prints a
 summary and exits 1 if a check fails.
 """
@@ -43,6 +45,13 @@ KEYS = 16  # every message carries ordering_key k<n % KEYS>; each topic has one 
 CHAOS_POLICY = {"retrySchedule": {"delays": [0.5, 1, 2, 4], "repeatLast": True}, "retryLimits": {"maxAttempts": 8},
                 "requestPolicy": {"timeoutSeconds": 1}}
 NEVER_REACHED = ("connection", "lease_expired", "internal", "dns", "blocked_address")
+OUTAGE_SECONDS = 6.0  # longer than a process takes to start on a loaded machine, so it starts into the outage
+# A 2xx sent again is allowed by at-least-once only after a try whose outcome Herald could not know: its worker died
+# (or lost its database) mid-send and the lease expired (`lease_expired`), or the answer did not reach Herald within
+# the policy's timeout though the receiver wrote it (`timeout`: the poison receiver's 600 KB of headers on a loaded
+# machine). Any other duplicate is a defect and fails the run.
+UNKNOWN_OUTCOMES = ("lease_expired", "timeout")
+ALLOWED_DUPLICATE_LIMIT = 0.03  # of the succeeded deliveries; the measured variance is in docs/reliability.md
 
 
 class Stack:
@@ -66,6 +75,7 @@ class Stack:
         self.workers: list[subprocess.Popen] = []
         self.others: list[subprocess.Popen] = []
         self.killed: set[int] = set()
+        self.asked: list[subprocess.Popen] = []  # sent SIGTERM: each must exit by itself
         self.scheduler: subprocess.Popen | None = None
 
     def run(self, *args, log: str | None = None, check=False) -> subprocess.Popen | subprocess.CompletedProcess:
@@ -106,8 +116,11 @@ class Stack:
         self.scheduler = self.run("manage.py", "herald_cron", log="scheduler.log")
 
     # --- faults -------------------------------------------------------------------------------------------------
+    def running_workers(self) -> list[subprocess.Popen]:
+        return [w for w in self.workers if w.poll() is None and w not in self.asked]
+
     def kill_worker(self, rng: random.Random) -> str:
-        alive = [w for w in self.workers if w.poll() is None]
+        alive = self.running_workers()
         victim = rng.choice(alive)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
@@ -141,10 +154,53 @@ class Stack:
         self.postgres.restart("immediate")  # no clean shutdown: crash recovery on start, as after a failover
         return "PostgreSQL crashed and restarted"
 
+    def restart_engine_while_redis_is_down(self, rng) -> str:
+        """Redis goes away; a worker is stopped as a deploy would (SIGTERM) and another is killed, and both are
+        replaced, and the scheduler restarted, while it is down: the new processes start without Redis."""
+        self.redis.send_signal(signal.SIGKILL)
+        self.redis.wait()
+        stopped, killed = self.replace_workers(rng)
+        self.scheduler.send_signal(signal.SIGTERM)
+        self.asked.append(self.scheduler)
+        self.start_scheduler()
+        time.sleep(OUTAGE_SECONDS)
+        self.redis = localredis.start(self.redis_port, self.redis_dir)
+        return (f"Redis down {OUTAGE_SECONDS:g} s (empty after): worker {stopped} stopped, worker {killed} "
+                "killed -9, scheduler stopped, and all three started again while it was down")
+
+    def restart_engine_while_postgres_is_down(self, rng) -> str:
+        """The same while PostgreSQL is down (stopped for maintenance, then started)."""
+        self.postgres.shut_down("fast")
+        stopped, killed = self.replace_workers(rng)
+        self.scheduler.send_signal(signal.SIGKILL)
+        self.scheduler.wait()
+        self.killed.add(self.scheduler.pid)
+        self.start_scheduler()
+        time.sleep(OUTAGE_SECONDS)
+        self.postgres.start_again()
+        return (f"PostgreSQL down {OUTAGE_SECONDS:g} s: worker {stopped} stopped, worker {killed} killed -9, "
+                "scheduler killed -9, and all three started again while it was down")
+
+    def replace_workers(self, rng) -> tuple[int, int]:
+        """One worker asked to stop (SIGTERM), another killed -9; both replaced at once."""
+        polite, rude = rng.sample(self.running_workers(), 2)
+        polite.send_signal(signal.SIGTERM)
+        self.asked.append(polite)
+        rude.send_signal(signal.SIGKILL)
+        rude.wait()
+        self.killed.add(rude.pid)
+        self.start_worker()
+        self.start_worker()
+        return polite.pid, rude.pid
+
+    def not_stopped_when_asked(self) -> list[str]:
+        return [f"{' '.join(p.args[1:3])} pid {p.pid}" for p in self.asked if p.poll() is None]
+
     def exited_by_themselves(self) -> list[str]:
         engine = [*self.workers, self.scheduler]
+        asked = {p.pid for p in self.asked}
         return [f"{' '.join(p.args[1:3])} pid {p.pid} rc={p.returncode}" for p in [*engine, *self.others]
-                if p.poll() is not None and p.pid not in self.killed]
+                if p.poll() is not None and p.pid not in self.killed and p.pid not in asked]
 
     def stop(self) -> None:
         for process in [*self.workers, self.scheduler, *self.others]:
@@ -248,12 +304,13 @@ def fault_plan(duration: float, kill_every: float) -> list[tuple[float, str]]:
     """Worker kills every `kill_every` seconds, and the other faults at set fractions of the publishing time; a
     kill that would fall within 1.5 s of another fault is moved later, half a second at a time, so that each
     fault's effect is its own."""
-    others = [(0.25 * duration, "flush_redis"), (0.45 * duration, "restart_redis"),
+    others = [(0.15 * duration, "restart_engine_while_redis_is_down"), (0.25 * duration, "flush_redis"),
+              (0.35 * duration, "restart_engine_while_postgres_is_down"), (0.45 * duration, "restart_redis"),
               (0.6 * duration, "restart_postgres"), (0.75 * duration, "kill_scheduler"),
               (0.9 * duration, "crash_postgres")]
     kills = []
     for t in frange(min(5.0, kill_every), duration, kill_every):
-        while any(abs(t - at) < 1.5 for at, _ in others):
+        while any(at - 1.5 < t < at + 1.5 + (OUTAGE_SECONDS if "while" in fault else 0) for at, fault in others):
             t += 0.5
         kills.append((t, "kill_worker"))
     return sorted(others + kills)
@@ -365,10 +422,23 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             out_of_order.append((path, key, ns))
     sid_of = {name: sid for sid, name in endpoints.items()}
     repeated_after = Counter()  # why a request answered 2xx was sent again: its recorded outcome
+    after_kill = after_timeout = unexplained = 0
+    unexplained_seen = []  # (endpoint, message id, recorded outcomes of the earlier tries, requests seen)
     for (name, message_id), count in ok.items():
         if count > 1:
-            for error_class in tries.get((message_id, sid_of.get(name)), [])[:-1]:
+            earlier = tries.get((message_id, sid_of.get(name)), [])[:-1]
+            for error_class in earlier:
                 repeated_after[error_class] += 1
+            # each extra 2xx needs an earlier try whose outcome Herald could not know
+            lost_tries, timed_out = earlier.count(UNKNOWN_OUTCOMES[0]), earlier.count(UNKNOWN_OUTCOMES[1])
+            allowed = min(count - 1, lost_tries + timed_out)
+            after_kill += min(allowed, lost_tries)
+            after_timeout += allowed - min(allowed, lost_tries)
+            unexplained += count - 1 - allowed
+            if count - 1 > allowed:
+                answers = [(r.get("attempt"), r["answered"], round(r["at"], 2)) for r in requests_seen
+                           if r["path"] == name and r["id"] == message_id]
+                unexplained_seen.append((name, message_id, earlier, answers))
 
     per_subscription, mismatched = [], []
     by_sub = defaultdict(Counter)
@@ -388,8 +458,10 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
             mismatched.append(name)
     return {"accepted": len(publisher.accepted), "stored_messages": stored_messages,
             "deliveries": sum(outcome.values()), "outcomes": dict(outcome), "lost": lost, "stuck": stuck,
-            "duplicates": duplicates,
-            "duplicate_rate": duplicates / max(1, outcome["succeeded"]),
+            "duplicates": duplicates, "duplicates_after_kill": after_kill, "duplicates_after_timeout": after_timeout,
+            "duplicates_unexplained": unexplained,
+            "unexplained_duplicates": unexplained_seen,
+            "duplicate_rate": (after_kill + after_timeout) / max(1, outcome["succeeded"]),
             "per_subscription": per_subscription, "attempt_mismatches": mismatched,
             "attempts_by_error": dict(sorted(by_error.items())),
             "duplicates_after": dict(repeated_after.most_common()),
@@ -399,7 +471,7 @@ def verify(stack: Stack, call, publisher: Publisher, endpoints: dict[int, str]) 
 
 
 def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple, exited: list[str],
-           elapsed: float) -> bool:
+           not_stopped: list[str], elapsed: float) -> bool:
     latencies = sorted(publisher.latencies)
     p = (lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000) if latencies else (
         lambda q: float("nan"))
@@ -407,11 +479,14 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
         ("lost (accepted, neither received nor dead-lettered with a reason)", len(result["lost"]),
          not result["lost"]),
         ("stuck (pending or in flight at the end)", result["stuck"], result["stuck"] == 0),
-        ("duplicates (2xx answered more than once)",
-         f"{result['duplicates']} ({result['duplicate_rate']:.2%})", result["duplicate_rate"] < 0.01),
+        (f"duplicates at-least-once allows (after kill -9 / timeout), < {ALLOWED_DUPLICATE_LIMIT:.0%}",
+         f"{result['duplicates_after_kill']} + {result['duplicates_after_timeout']} ({result['duplicate_rate']:.2%})",
+         result["duplicate_rate"] < ALLOWED_DUPLICATE_LIMIT),
+        ("duplicates of any other kind", result["duplicates_unexplained"], result["duplicates_unexplained"] == 0),
         ("attempts in the API match requests seen", "all" if not result["attempt_mismatches"] else
          ", ".join(result["attempt_mismatches"]), not result["attempt_mismatches"]),
         ("processes that exited by themselves", len(exited), not exited),
+        ("processes asked to stop that did not", len(not_stopped), not not_stopped),
         (f"ordered keys out of order ({result['ordered_keys']} keys, {result['ordered_requests']} requests)",
          len(result["out_of_order"]), result["ordered_keys"] > 0 and not result["out_of_order"]),
     ]
@@ -432,6 +507,11 @@ def report(result: dict, faults: list[str], publisher: Publisher, settled: tuple
         print(f"  {'ok  ' if passed else 'FAIL'} {name:<66}{value}")
     for line in exited:
         print(f"  exited: {line}")
+    for line in not_stopped:
+        print(f"  still running though asked to stop: {line}")
+    for name, message_id, earlier, answers in result["unexplained_duplicates"][:10]:
+        print(f"  duplicate: {message_id} → {name}: earlier tries recorded {earlier}; requests seen (attempt, "
+              f"answer, time) {answers}")
     for row in result["stuck_rows"]:
         print("  open: status={} attempts={} held={} due={} endpoint={}: {} rows".format(*row))
     for message_id, name, why in result["lost"][:20]:
@@ -476,9 +556,11 @@ def main(argv=None) -> int:
         injector.join()
         settled = settle(stack.postgres.url, args.settle_timeout, args.stall)
         result = verify(stack, call, publisher, endpoints)
-        passed = report(result, faults, publisher, settled, stack.exited_by_themselves(), time.monotonic() - began)
+        exited, not_stopped = stack.exited_by_themselves(), stack.not_stopped_when_asked()
+        passed = report(result, faults, publisher, settled, exited, not_stopped, time.monotonic() - began)
         if args.json:
             Path(args.json).write_text(json.dumps({**result, "faults": faults, "settle_seconds": settled[0],
+                                                   "exited": exited, "not_stopped": not_stopped,
                                                    "messages": args.messages, "rate": args.rate}, indent=1))
         return 0 if passed else 1
     finally:
