@@ -19,8 +19,9 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald
-from delivery.engine import oauth
+from delivery.engine import queues, transitions
 from delivery.engine.errors import ApplicationError
+from delivery.models import Delivery
 from delivery.rules import wire
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport import sender
@@ -70,10 +71,17 @@ def subscription_confirm(*, token: str, subscription: Subscription | None = None
         return found
     if found.confirmation_expires_at is None or found.confirmation_expires_at < timezone.now():
         raise ApplicationError("This confirmation token has expired; ask for a new one.", field="token")
-    found.status = Subscription.Status.CONFIRMED
-    found.confirmed_at = timezone.now()
-    found.confirmation_token_hash = ""
-    found.save(update_fields=["status", "confirmed_at", "confirmation_token_hash", "updated_at"])
+    with transaction.atomic():
+        found.status = Subscription.Status.CONFIRMED
+        found.confirmed_at = timezone.now()
+        found.confirmation_token_hash = ""
+        found.save(update_fields=["status", "confirmed_at", "confirmation_token_hash", "updated_at"])
+        # What was held while a changed endpoint confirmed goes out now (endpoint health and throttles still apply).
+        released = Delivery.objects.filter(subscription=found, status=Delivery.Status.PENDING,
+                                           next_attempt_at__isnull=True).update(
+                                               **transitions.released(now=timezone.now()))
+        if released:
+            queues.pump_after_commit()
     return found
 
 
@@ -93,9 +101,9 @@ def send_confirmation_request(subscription_id: int) -> str:
         secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{VERSION}",
         client_certificate=subscription.client_credentials(),
     )
+    # No OAuth2 bearer: the handshake is what asks for consent, so nothing goes to the token URL before it is
+    # answered (an endpoint that insists on a bearer confirms through the link or the API instead).
     request = wire.build_request(envelope, attempt_number=1, now=timezone.now())
-    if oauth.configured(subscription):
-        request = oauth.authorize(request, subscription)
     result = sender.send(request, timeout=30)
     if not result.ok:
         log.info("confirmation for subscription %s: endpoint answered %s %s", subscription_id, result.status,

@@ -39,6 +39,7 @@ class Outcome:
 
     DELIVERY = "delivery_created"
     PAUSED = "paused"  # a delivery, held until the subscription resumes
+    AWAITING_CONFIRMATION = "held_for_confirmation"  # a delivery, held until a changed endpoint confirms
     FILTERED_OUT = "filtered_out"
     NOT_CONFIRMED = "not_confirmed"
     SUBSCRIBED_AFTER = "subscribed_after_publish"
@@ -56,6 +57,16 @@ class Candidate(NamedTuple):
     filter_policy_scope: str = filters.ATTRIBUTES
     event_types: list | None = None
     ordered: bool = False
+    confirmed_before: bool = False  # awaiting confirmation of a changed endpoint, after an earlier consent
+
+    @property
+    def held(self) -> bool:
+        """Its deliveries are created held: paused, or its new endpoint has not confirmed yet."""
+        return self.status == Subscription.Status.PAUSED or self.reconfirming
+
+    @property
+    def reconfirming(self) -> bool:
+        return self.status == Subscription.Status.PENDING_CONFIRMATION and self.confirmed_before
 
 
 class Facts:
@@ -99,9 +110,10 @@ def topic_subscriptions(topic_id: int) -> list[Candidate]:
     policies every time."""
     rows = Subscription.objects.filter(topic_id=topic_id).annotate(
         policy_text=Cast("filter_policy", TextField()), types_text=Cast("event_types", TextField())).values_list(
-        "id", "endpoint_id", "status", "policy_text", "filter_policy_scope", "types_text", "ordered_delivery")
-    return [Candidate(sid, eid, status, decoded(policy), scope, decoded(types), ordered)
-            for sid, eid, status, policy, scope, types, ordered in rows]
+        "id", "endpoint_id", "status", "policy_text", "filter_policy_scope", "types_text", "ordered_delivery",
+        "confirmed_at")
+    return [Candidate(sid, eid, status, decoded(policy), scope, decoded(types), ordered, confirmed is not None)
+            for sid, eid, status, policy, scope, types, ordered, confirmed in rows]
 
 
 def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_types=None) -> str | None:
@@ -117,10 +129,10 @@ def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_
 
 def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate], dict]:
     """(chosen, skipped): the live subscriptions whose filters match, and the record of the others,
-    {"filtered_out": {key: [ids]}, "not_confirmed": [ids], "paused": [ids]}."""
-    chosen, filtered, unconfirmed, paused = [], {}, [], []
+    {"filtered_out": {key: [ids]}, "not_confirmed": [ids], "paused": [ids], "held_for_confirmation": [ids]}."""
+    chosen, filtered, unconfirmed, paused, reconfirming = [], {}, [], [], []
     for candidate in subscriptions:
-        if candidate.status not in LIVE:
+        if candidate.status not in LIVE and not candidate.reconfirming:
             unconfirmed.append(candidate.id)
             continue
         key = failing_filter(facts, candidate.filter_policy, candidate.filter_policy_scope, candidate.event_types)
@@ -130,8 +142,11 @@ def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate
         chosen.append(candidate)
         if candidate.status == Subscription.Status.PAUSED:
             paused.append(candidate.id)
+        elif candidate.reconfirming:
+            reconfirming.append(candidate.id)
     skipped = {name: ids for name, ids in ((Outcome.FILTERED_OUT, filtered), (Outcome.NOT_CONFIRMED, unconfirmed),
-                                           (Outcome.PAUSED, paused)) if ids}
+                                           (Outcome.PAUSED, paused), (Outcome.AWAITING_CONFIRMATION, reconfirming))
+               if ids}
     return chosen, skipped
 
 
@@ -141,7 +156,8 @@ def targets(message: Message) -> list[Candidate]:
 
 
 def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
-    """Unsaved deliveries. A paused subscription's are held (no due time) until it resumes; an ordered
+    """Unsaved deliveries. A paused subscription's are held (no due time) until it resumes, and so are those of a
+    subscription whose changed endpoint has not confirmed yet; an ordered
     subscription's carry the message's ordering key, and wait while an earlier message of that key is unfinished
     (`waiting`: those subscriptions' ids, from `ordered_waiting`)."""
     key = message.ordering_key
@@ -151,8 +167,7 @@ def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozens
         if keyed and candidate.id in waiting:
             state = {"status": Delivery.Status.WAITING, "next_attempt_at": None}
         else:
-            state = transitions.initial(
-                due=None if candidate.status == Subscription.Status.PAUSED else message.published_at)
+            state = transitions.initial(due=None if candidate.held else message.published_at)
         deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
                                    ordering_key=keyed, **state))
     return deliveries

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import ordering
+from delivery.engine import ordering, transitions
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
@@ -143,7 +143,12 @@ def subscription_create(
 
 def subscription_update(*, subscription: Subscription, **changes) -> Subscription:
     """Apply the changes. A new signature scheme brings a new secret or key of that scheme; the old one keeps
-    signing beside it for the rotation's grace period, so receivers can switch without failing a request."""
+    signing beside it for the rotation's grace period, so receivers can switch without failing a request.
+
+    A new destination (another endpoint URL, a new OAuth2 token URL) needs consent, as at subscribe time: the
+    subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
+    nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
+    held (their time-to-live runs), not lost: confirming releases them."""
     scheme = changes.pop("signature_scheme", None)
     if scheme is not None and scheme != subscription.signature_scheme:
         subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
@@ -152,16 +157,28 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
         changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"])
+        if changes["endpoint"].id == subscription.endpoint_id:
+            del changes["endpoint"]  # the same URL, however spelled: nothing to move, no consent to ask
+    new_destination = "endpoint" in changes or (
+        changes.get("oauth_token_url") and changes["oauth_token_url"] != subscription.oauth_token_url)
+    reconfirm = bool(new_destination) and herald.REQUIRE_CONFIRMATION
     unordered = subscription.ordered_delivery and changes.get("ordered_delivery") is False
     for key, value in changes.items():
         setattr(subscription, key, value)
     with transaction.atomic():
+        if reconfirm:
+            # confirmed_at keeps the earlier consent: publishing holds this subscription's messages meanwhile
+            subscription.status = Subscription.Status.PENDING_CONFIRMATION
         subscription.save()
         if "endpoint" in changes:
             # Retries, held and waiting deliveries follow the subscription to its new URL (and its health record).
             Delivery.objects.filter(subscription=subscription,
                                     status__in=(Delivery.Status.PENDING, Delivery.Status.WAITING)).update(
                 endpoint=changes["endpoint"])
+        if reconfirm:
+            Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING).update(
+                **transitions.held())
+            confirmation_request(subscription=subscription)
         if unordered:  # what waited for its turn is due now
             ordering.release_all(subscription.id)
     return subscription

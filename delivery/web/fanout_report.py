@@ -13,8 +13,8 @@ from delivery.rules.filter_policy import body_of, explain
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Subscription
 
-OUTCOMES = [Outcome.DELIVERY, Outcome.PAUSED, Outcome.FILTERED_OUT, Outcome.NOT_CONFIRMED, Outcome.SUBSCRIBED_AFTER,
-            Outcome.PENDING, Outcome.UNRECORDED]
+OUTCOMES = [Outcome.DELIVERY, Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION, Outcome.FILTERED_OUT,
+            Outcome.NOT_CONFIRMED, Outcome.SUBSCRIBED_AFTER, Outcome.PENDING, Outcome.UNRECORDED]
 
 
 def _skipped_index(message: Message) -> dict[int, tuple[str, str | None]]:
@@ -23,7 +23,8 @@ def _skipped_index(message: Message) -> dict[int, tuple[str, str | None]]:
     index = {sid: (Outcome.NOT_CONFIRMED, None) for sid in recorded.get(Outcome.NOT_CONFIRMED, [])}
     for key, ids in (recorded.get(Outcome.FILTERED_OUT) or {}).items():
         index.update({sid: (Outcome.FILTERED_OUT, key) for sid in ids})
-    index.update({sid: (Outcome.PAUSED, None) for sid in recorded.get(Outcome.PAUSED, [])})
+    for held in (Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION):
+        index.update({sid: (held, None) for sid in recorded.get(held, [])})
     return index
 
 
@@ -44,7 +45,7 @@ def error_words(error: dict | None) -> str:
     return f"; last error: {what}" + (f" ({error['detail'][:120]})" if error["detail"] else "")
 
 
-def _delivery_reason(delivery: Delivery, endpoint_state: str, paused: bool, error: dict | None) -> str:
+def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_status: str, error: dict | None) -> str:
     status = delivery.status
     if status == DeliveryStatus.SUCCEEDED:
         return f"delivered after {delivery.attempt_count} attempt(s)"
@@ -59,8 +60,10 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, paused: bool, erro
         return (f"waiting for the earlier messages of ordering key {delivery.ordering_key!r} to be delivered or "
                 f"dead-lettered (ordered delivery)")
     if delivery.next_attempt_at is None:
-        if paused:
+        if subscription_status == Subscription.Status.PAUSED:
             return "held: the subscription is paused"
+        if subscription_status == Subscription.Status.PENDING_CONFIRMATION:
+            return "held: the subscription's changed endpoint has not confirmed yet"
         return f"held: the endpoint is {endpoint_state}"
     if delivery.attempt_count:
         return (f"{delivery.attempt_count} attempt(s) failed; next attempt at "
@@ -85,6 +88,8 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
     frozen = subscription.endpoint.state != "active"
     if delivery.status == DeliveryStatus.PENDING:
         if delivery.next_attempt_at is None:
+            if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
+                return "wait for the new endpoint to confirm, or resend the confirmation request (its page)"
             return ("resume the subscription" if subscription.status == Subscription.Status.PAUSED
                     else "enable the endpoint (its page)")
         return "retry now (the delivery's page) once the endpoint is fixed"
@@ -130,12 +135,14 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
                "endpoint_id": subscription.endpoint_id,
                "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state}
         if delivery is not None:
-            paused = recorded == Outcome.PAUSED
+            held = recorded if recorded in (Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION) else None
             state = delivery_state(delivery, last_attempts.get(delivery.last_attempt_id))
-            row.update(outcome=Outcome.PAUSED if paused else Outcome.DELIVERY,
-                       reason=("paused at publish time; " if paused else "")
-                       + _delivery_reason(delivery, subscription.endpoint.state,
-                                          subscription.status == Subscription.Status.PAUSED, state["last_error"]),
+            row.update(outcome=held or Outcome.DELIVERY,
+                       reason={Outcome.PAUSED: "paused at publish time; ",
+                               Outcome.AWAITING_CONFIRMATION: "its changed endpoint was awaiting confirmation at "
+                                                              "publish time; "}.get(held, "")
+                       + _delivery_reason(delivery, subscription.endpoint.state, subscription.status,
+                                          state["last_error"]),
                        delivery=state)
             row["fix"] = fix(row["outcome"], delivery, subscription)
         else:

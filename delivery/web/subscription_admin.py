@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine import recovery, replay
+from delivery.engine import recovery, replay, subscribing
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
@@ -176,6 +176,13 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def save_model(self, request, obj, form, change):
+        """Through the same service as the API, so what must follow a change follows it here too (a new
+        destination asks for consent again, turning ordering off releases what waited)."""
+        changes = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data}
+        stored = Subscription.objects.select_related("topic", "endpoint").get(pk=obj.pk)
+        form.instance = subscribing.subscription_update(subscription=stored, **changes)
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
