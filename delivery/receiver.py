@@ -10,9 +10,11 @@
 
 The decorated view accepts only POST; checks the Standard Webhooks signature (any of the secrets, so both during a
 rotation; the timestamp within `tolerance` seconds); answers Herald's subscription confirmation by echoing its token
-(Event Grid's handshake); skips a `webhook-id` it already handled successfully (remembered in Django's cache for
-`dedupe_seconds`; at-least-once delivery means retries can repeat a message) and hands the view a parsed CloudEvent,
-from a structured body (`application/cloudevents+json`) or a raw delivery's `ce-*` headers; a CloudEvents batch
+(Event Grid's handshake); skips a `webhook-id` this view already handled successfully (remembered in Django's cache
+for `dedupe_seconds`, per view: two views subscribed to one topic each get every message; at-least-once delivery
+means retries can repeat a message) and hands the view a parsed CloudEvent, from a structured body
+(`application/cloudevents+json`) or a raw delivery's `ce-*` headers, which it accepts only when their own signature
+(`herald-attributes-signature`) holds: everything in `event` is signed; a CloudEvents batch
 (`application/cloudevents-batch+json`) calls the view once per event, and the first failing answer fails the whole
 batch, which Herald then retries as one. A request that fails
 a check gets 400/401 and the view is not called. It is exempt from CSRF (it is called by a server, and signed).
@@ -99,6 +101,8 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
     """Decorate a view `view(request, event)`; see the module's description."""
 
     def decorate(func):
+        view_name = f"{func.__module__}.{func.__qualname__}"
+
         @csrf_exempt
         @functools.wraps(func)
         def wrapper(request, *args, **kwargs):
@@ -114,6 +118,15 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
                                     tolerance=tolerance)
             if problem:
                 return JsonResponse({"error": f"signature: {problem}"}, status=401)
+            if request.headers.get("ce-id") is not None:  # a raw delivery: its attributes travel in headers
+                problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
+                                        request.headers.get(signing.ATTRIBUTES_SIGNATURE_HEADER),
+                                        signing.attribute_bytes(request.headers), now=time.time(),
+                                        tolerance=tolerance)
+                if problem:
+                    return JsonResponse({"error": f"the ce-* headers and Content-Type are not signed as "
+                                                  f"{signing.ATTRIBUTES_SIGNATURE_HEADER} says: {problem}"},
+                                        status=401)
             try:
                 events = parse_events(request)
             except ValueError as exc:
@@ -121,7 +134,7 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
             first = events[0] if events else None
             if first and first.type == CONFIRMATION and isinstance(first.data, dict) and "token" in first.data:
                 return JsonResponse({"validationResponse": first.data["token"]})
-            seen = SEEN_KEY.format(msg_id)
+            seen = SEEN_KEY.format(f"{view_name}:{msg_id}")  # per view: one message reaches every view subscribed
             if dedupe and cache.get(seen):
                 return HttpResponse(status=204, headers={"herald-duplicate": "1"})
             response = None

@@ -48,7 +48,7 @@ docs = [
 ]
 urlpatterns = [
     path("api/", include([path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"),
-                          path("keys/<int:owner_id>/jwks.json", SigningKeysView.as_view(), name="signing-keys"),
+                          path("keys/<uuid:keys_id>/jwks.json", SigningKeysView.as_view(), name="signing-keys"),
                           *docs, *router.urls])),
     path("dashboard/", dashboard, name="dashboard"),
     path("metrics", metrics, name="metrics"),

@@ -1,5 +1,6 @@
 import base64
 import secrets
+import uuid
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -111,6 +112,9 @@ class Subscription(models.Model):
     confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     confirmation_expires_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    # The public, unguessable name of its Ed25519 public keys (GET /api/keys/<keys_id>/jwks.json): no sequential id
+    # in a public URL, nothing to enumerate.
+    keys_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -8,6 +8,7 @@ from project.urls import urlpatterns as herald_urls
 
 secrets: list[str] = []
 received: list = []
+invoices: list = []
 
 
 @webhook_receiver(secrets=lambda request: secrets)
@@ -15,4 +16,9 @@ def order_events(request, event):
     received.append(event)
 
 
-urlpatterns = [path("hooks/orders/", order_events), *herald_urls]
+@webhook_receiver(secrets=lambda request: secrets)
+def invoice_events(request, event):
+    invoices.append(event)
+
+
+urlpatterns = [path("hooks/orders/", order_events), path("hooks/invoices/", invoice_events), *herald_urls]

@@ -9,6 +9,7 @@ During a rotation several signatures are sent, space-separated; a receiver accep
 import base64
 import hashlib
 import hmac
+import json
 from collections.abc import Iterable
 
 from cryptography.exceptions import InvalidSignature
@@ -82,6 +83,20 @@ def verify(secret: str, msg_id: str, timestamp: int, body: bytes, header: str) -
 
 
 TIMESTAMP_TOLERANCE_SECONDS = 300
+
+# A raw delivery carries the event's attributes in `ce-*` headers and its media type in Content-Type, outside the
+# body that `webhook-signature` covers. This second Standard Webhooks signature, under the same id and timestamp,
+# covers them as a JSON object: Content-Type and every ce-* header, names in lower case, values trimmed, keys sorted,
+# no spaces ({"ce-id":"…","ce-source":"…","ce-type":"…","content-type":"application/json"}). Being JSON, it is
+# verified (and returned parsed) by the official Standard Webhooks libraries like any body.
+ATTRIBUTES_SIGNATURE_HEADER = "herald-attributes-signature"
+
+
+def attribute_bytes(headers) -> bytes:
+    """What the attributes signature covers, from a request's headers (any mapping of name to value)."""
+    attributes = {name.lower(): value.strip() for name, value in headers.items()
+                  if name.lower() == "content-type" or name.lower().startswith("ce-")}
+    return json.dumps(attributes, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def check(secrets: Iterable[str], msg_id: str | None, timestamp: str | None, header: str | None, body: bytes,

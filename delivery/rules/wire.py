@@ -164,5 +164,8 @@ def signed(envelope: Envelope, body: bytes, headers: dict, *, message_id: str, a
     )
     if envelope.replay is not None:
         headers["herald-replay"] = str(envelope.replay)
+    if any(name.startswith("ce-") for name in headers):  # a raw delivery: sign the attributes its headers carry
+        headers[signing.ATTRIBUTES_SIGNATURE_HEADER] = signing.signature_header(
+            envelope.secrets, message_id, timestamp, signing.attribute_bytes(headers))
     return OutgoingRequest(url=envelope.url, body=body, headers=headers, client_certificate=envelope.client_certificate,
                            secret_headers=envelope.secret_headers)

@@ -11,6 +11,9 @@ from subscriptions.models import Endpoint, EndpointTransition, Subscription, Top
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
 
+DEFAULT_EVENT_TYPE = "herald.message"  # an event published without a type; the only herald.* type anyone may publish
+RESERVED_EVENT_PREFIX = "herald."
+
 
 def raise_problems(found: dict[str, str]) -> None:
     """A 400 naming each field `found` has a problem with."""
@@ -94,7 +97,8 @@ class SubscriptionSerializer(serializers.ModelSerializer):
     previous_public_key = serializers.SerializerMethodField(
         help_text="ed25519: the previous key, while a rotation's grace period runs.")
     signing_keys_url = serializers.SerializerMethodField(
-        help_text="ed25519: the owner's public keys as a JSON Web Key Set (no token needed).")
+        help_text="ed25519: this subscription's public keys as a JSON Web Key Set (no token needed; it answers once "
+                  "the endpoint has confirmed).")
     client_certificate = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, max_length=client_certificates.MAX_PEM_CHARS,
         help_text="mTLS: a PEM certificate Herald presents to the endpoint (with client_key; both empty to remove).")
@@ -174,7 +178,7 @@ class SubscriptionSerializer(serializers.ModelSerializer):
     def get_signing_keys_url(self, obj) -> str | None:
         if obj.signature_scheme != SignatureScheme.ED25519:
             return None
-        return reverse("herald:signing-keys", args=[obj.topic.owner_id])
+        return reverse("herald:signing-keys", args=[obj.keys_id])
 
     def get_previous_public_key(self, obj) -> str | None:
         if obj.previous_secret_expires_at is None or obj.previous_secret_expires_at <= timezone.now():
@@ -257,13 +261,21 @@ class PublishSerializer(serializers.Serializer):
     payload = serializers.JSONField(required=False, help_text="Any JSON value.")
     message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
                                     help_text="Plain text, instead of payload.")
-    event_type = serializers.CharField(required=False, max_length=256, default="herald.message")
+    event_type = serializers.CharField(required=False, max_length=256, default=DEFAULT_EVENT_TYPE,
+                                       help_text="What happened, e.g. order.created; herald.* is reserved.")
     subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
     attributes = serializers.DictField(required=False, default=dict)
     ordering_key = serializers.CharField(
         required=False, allow_null=True, default=None, max_length=256,
         help_text="Subscriptions with ordered delivery receive the messages of one key one at a time, in publish "
                   "order (docs/ordering.md).")
+
+    def validate_event_type(self, value):
+        if value.startswith(RESERVED_EVENT_PREFIX) and value != DEFAULT_EVENT_TYPE:
+            raise serializers.ValidationError(
+                f"event types starting with {RESERVED_EVENT_PREFIX!r} are Herald's own (its subscription "
+                f"confirmation, endpoint and dead-letter events); use a prefix of yours, e.g. 'order.created'")
+        return value
 
     def validate_ordering_key(self, value):
         if value is not None and any(not ch.isprintable() for ch in value):

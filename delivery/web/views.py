@@ -4,6 +4,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -121,27 +122,31 @@ class PolicyPreviewView(HeraldAPI, APIView):
 
 
 class SigningKeysView(HeraldAPI, APIView):
-    """The Ed25519 public keys of one owner's subscriptions, as a JSON Web Key Set: what receivers verify `v1a`
-    signatures with (`kid` names the subscription; a key in a rotation's grace period is listed beside the new
-    one). Public, like any public key: no token needed."""
+    """The Ed25519 public keys of one subscription, as a JSON Web Key Set: what receivers verify `v1a` signatures
+    with (a key in a rotation's grace period is listed beside the new one). Public, like any public key: no token
+    needed. Its address names the subscription by an unguessable id (`signing_keys_url`), never a sequential one,
+    and it answers only once the endpoint has confirmed: nothing to enumerate, nothing about who uses Ed25519."""
 
     authentication_classes = []
     permission_classes = [AllowAny]
 
     @extend_schema(responses={200: dict}, auth=[])
-    def get(self, request, owner_id: int):
+    def get(self, request, keys_id):
         now = timezone.now()
+        subscription = Subscription.objects.filter(
+            keys_id=keys_id, signature_scheme=SignatureScheme.ED25519,
+            status__in=(Subscription.Status.CONFIRMED, Subscription.Status.PAUSED)).first()
+        if subscription is None:
+            raise NotFound("No such key set.")
+        current = [("", subscription.secret)]
+        if subscription.previous_secret_expires_at and subscription.previous_secret_expires_at > now:
+            current.append(("-previous", subscription.previous_secret))
         keys = []
-        for subscription in Subscription.objects.filter(topic__owner_id=owner_id,
-                                                        signature_scheme=SignatureScheme.ED25519).order_by("id"):
-            current = [("", subscription.secret)]
-            if subscription.previous_secret_expires_at and subscription.previous_secret_expires_at > now:
-                current.append(("-previous", subscription.previous_secret))
-            for suffix, secret in current:
-                public = public_key_of(secret)
-                if public:
-                    raw = signing.public_key_bytes(public)
-                    keys.append({"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
-                                 "kid": f"subscription-{subscription.id}{suffix}",
-                                 "x": base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), "whpk": public})
+        for suffix, secret in current:
+            public = public_key_of(secret)
+            if public:
+                raw = signing.public_key_bytes(public)
+                keys.append({"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
+                             "kid": f"{public[len(signing.PUBLIC_KEY_PREFIX):][:16]}{suffix}",
+                             "x": base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), "whpk": public})
         return Response({"keys": keys}, headers={"Cache-Control": "public, max-age=300"})

@@ -4,6 +4,7 @@ scheme sign with both keys for the grace period. Verified here with `cryptograph
 JWKS document, independently of Herald's signing code."""
 
 import base64
+import uuid
 
 import pytest
 from cryptography.exceptions import InvalidSignature
@@ -18,14 +19,16 @@ from tests.subscriptions.test_secrets_at_rest import dump
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def jwks_keys(owner_id: int) -> dict[str, Ed25519PublicKey]:
-    response = APIClient().get(f"/api/keys/{owner_id}/jwks.json")  # no token: public keys are public
+def jwks_keys(url: str) -> dict[str, Ed25519PublicKey]:
+    """The key set at `url` (the subscription's signing_keys_url), by each key's whpk_ form."""
+    response = APIClient().get(url)  # no token: public keys are public
     assert response.status_code == 200
     found = {}
     for key in response.json()["keys"]:
         assert (key["kty"], key["crv"], key["alg"]) == ("OKP", "Ed25519", "EdDSA")
         raw = base64.urlsafe_b64decode(key["x"] + "=" * (-len(key["x"]) % 4))
-        found[key["kid"]] = Ed25519PublicKey.from_public_bytes(raw)
+        assert signing.public_key_bytes(key["whpk"]) == raw
+        found[key["whpk"]] = Ed25519PublicKey.from_public_bytes(raw)
     return found
 
 
@@ -45,7 +48,8 @@ def verifies(key: Ed25519PublicKey, request) -> bool:
 def test_an_ed25519_subscription_signs_v1a_and_never_shows_its_key(api, receiver, user, redis_conn):
     topic, created = subscribe(api, receiver, signature_scheme="ed25519")
     assert created["secret"] is None and created["public_key"].startswith("whpk_")
-    assert created["signing_keys_url"] == f"/api/keys/{user.id}/jwks.json"
+    keys_id = str(Subscription.objects.get(id=created["id"]).keys_id)
+    assert created["signing_keys_url"] == f"/api/keys/{keys_id}/jwks.json"
     signing_key = Subscription.objects.get(id=created["id"]).secret
     assert signing_key.startswith("whsk_") and signing.public_key(signing_key) == created["public_key"]
     for response in (api.get(f"/api/subscriptions/{created['id']}/"), api.get("/api/subscriptions/")):
@@ -58,7 +62,7 @@ def test_an_ed25519_subscription_signs_v1a_and_never_shows_its_key(api, receiver
     drain()
     request = receiver.wait_for(1)[0]
     assert request.headers["webhook-signature"].startswith("v1a,")
-    assert verifies(jwks_keys(user.id)[f"subscription-{created['id']}"], request)
+    assert verifies(jwks_keys(created["signing_keys_url"])[created["public_key"]], request)
     # The receiver helper's check accepts the public key as the secret.
     assert signing.check([created["public_key"]], request.headers["webhook-id"],
                          request.headers["webhook-timestamp"], request.headers["webhook-signature"], request.body,
@@ -75,8 +79,8 @@ def test_rotation_signs_with_both_keys_for_the_grace_period(api, receiver, user,
     assert rotated["secret"] is None and rotated["public_key"] != created["public_key"]
     detail = api.get(f"/api/subscriptions/{created['id']}/").json()
     assert (detail["public_key"], detail["previous_public_key"]) == (rotated["public_key"], created["public_key"])
-    keys = jwks_keys(user.id)
-    assert set(keys) == {f"subscription-{created['id']}", f"subscription-{created['id']}-previous"}
+    keys = jwks_keys(created["signing_keys_url"])
+    assert set(keys) == {created["public_key"], rotated["public_key"]}
     publish(api, topic)
     drain()
     request = receiver.wait_for(1)[0]
@@ -101,3 +105,17 @@ def test_switching_from_hmac_to_ed25519_keeps_the_old_secret_signing(api, receiv
     assert signing.check([switched.json()["public_key"]], *args, now=now) is None
     bad = api.patch(f"/api/subscriptions/{created['id']}/", {"signature_scheme": "rsa"}, format="json")
     assert bad.status_code == 400 and "signature_scheme" in bad.json()
+
+
+def test_key_sets_cannot_be_enumerated_and_wait_for_consent(api, receiver, user, settings, redis_conn):
+    _, confirmed = subscribe(api, receiver, signature_scheme="ed25519")
+    assert APIClient().get(confirmed["signing_keys_url"]).status_code == 200
+    for guess in (f"/api/keys/{user.id}/jwks.json", f"/api/keys/{confirmed['id']}/jwks.json",
+                  f"/api/keys/{uuid.uuid4()}/jwks.json"):
+        assert APIClient().get(guess).status_code == 404  # no sequential id names a key set
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    pending = api.post("/api/subscriptions/", {"topic": confirmed["topic"], "endpoint": receiver.url + "/other",
+                                               "signature_scheme": "ed25519"}, format="json").json()
+    assert pending["status"] == "pending_confirmation"
+    answer = APIClient().get(pending["signing_keys_url"])
+    assert answer.status_code == 404 and pending["public_key"] not in answer.content.decode()

@@ -11,7 +11,7 @@ from delivery.models import Delivery
 
 pytestmark = pytest.mark.django_db
 # The confirmation token is the credential; the schema and public keys are public by nature.
-PUBLIC = {("get", "/api/subscriptions/confirm/"), ("get", "/api/schema/"), ("get", "/api/keys/{owner_id}/jwks.json")}
+PUBLIC = {("get", "/api/subscriptions/confirm/"), ("get", "/api/schema/"), ("get", "/api/keys/{keys_id}/jwks.json")}
 
 
 def operations():
