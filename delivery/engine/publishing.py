@@ -92,8 +92,10 @@ class Entry:
     ordering_key: str | None = None
 
 
-def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[Message, int, bool]]:
-    """Publish several messages to one topic, in order; returns (message, deliveries, created) for each.
+def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[Message, int, bool] | ApplicationError]:
+    """Publish several messages to one topic, in order; returns (message, deliveries, created) for each, or the
+    ApplicationError of an entry that could not be published (an idempotency key used with another request; the
+    others are published all the same).
 
     Entries without an idempotency key cost one transaction together: the topic's subscriptions read once, the
     messages and their deliveries written with two bulk inserts, one pump asked for. An entry with a key is
@@ -142,10 +144,13 @@ def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[tuple[M
             results[n] = (message, len(chosen), True)
     for n, entry in enumerate(entries):
         if n not in results:  # with an idempotency key (or all, in order, when keys and ordering keys mix)
-            results[n] = message_publish(topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
-                                         event_type=entry.event_type, subject=entry.subject,
-                                         attributes=entry.attributes, idempotency_key=entry.idempotency_key,
-                                         ordering_key=entry.ordering_key)
+            try:
+                results[n] = message_publish(
+                    topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
+                    event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes,
+                    idempotency_key=entry.idempotency_key, ordering_key=entry.ordering_key)
+            except ApplicationError as exc:  # its key was used with another request: this entry fails alone
+                results[n] = exc
     return [results[n] for n in range(len(entries))]
 
 

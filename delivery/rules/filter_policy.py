@@ -123,6 +123,8 @@ def _check_condition(condition, path: str, scope: str) -> None:
             raise FilterPolicyError(f"{here}: must be true or false")
     elif kind == "cidr":
         try:
+            if not isinstance(argument, str):  # ipaddress reads an integer as an address: 5 is 0.0.0.5/32
+                raise TypeError(argument)
             ipaddress.ip_network(argument, strict=False)
         except (TypeError, ValueError):
             raise FilterPolicyError(f"{here}: must be an IP network such as \"10.0.0.0/24\"") from None

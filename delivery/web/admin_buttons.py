@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import path, reverse
@@ -47,11 +46,11 @@ class ButtonsMixin:
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         button = self._button(name)
+        if not request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}"):
+            raise Http404("not found")  # the same answer as for a missing object: nothing to learn from it
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
             raise Http404("not found")
-        if not request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}"):
-            raise PermissionDenied
         try:
             self.message_user(request, button.run(request, obj), messages.SUCCESS)
         except ApplicationError as exc:

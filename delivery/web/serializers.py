@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from delivery.models import Attempt, Delivery, Message
 from delivery.web import fanout_report
+from delivery.web.strict import StrictInput
 
 FANOUT_SHOWN = 100
 
@@ -105,5 +106,5 @@ class NoBodySerializer(serializers.Serializer):
     """An action that takes no body (its browsable-API form is just the button)."""
 
 
-class PolicyPreviewSerializer(serializers.Serializer):
+class PolicyPreviewSerializer(StrictInput, serializers.Serializer):
     delivery_policy = serializers.JSONField(help_text="A policy document or a preset name.")

@@ -7,6 +7,7 @@ from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
 from delivery.rules import client_certificates, delivery_headers, signing
 from delivery.rules import filter_policy as filters
+from delivery.web.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
@@ -21,7 +22,7 @@ def raise_problems(found: dict[str, str]) -> None:
         raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
 
 
-class TopicSerializer(serializers.ModelSerializer):
+class TopicSerializer(StrictInput, serializers.ModelSerializer):
     class Meta:
         model = Topic
         fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "created_at",
@@ -80,7 +81,7 @@ class DeliveryHeadersField(serializers.JSONField):
         return delivery_headers.shown(value)
 
 
-class SubscriptionSerializer(serializers.ModelSerializer):
+class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
 
     topic = TopicField(queryset=Topic.objects.all(), help_text="The topic's id or name.")
@@ -167,6 +168,12 @@ class SubscriptionSerializer(serializers.ModelSerializer):
                     raise serializers.ValidationError(exc.as_payload()) from None
             else:
                 data.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
+        if data.get("oauth_token_url") and "delivery_headers" not in data:  # OAuth2 added to stored headers
+            stored = getattr(self.instance, "delivery_headers", None) or []
+            if any(header["name"].lower() == "authorization" for header in stored):
+                raise serializers.ValidationError({"delivery_headers": [
+                    "has an Authorization header, which OAuth2 sets itself: remove it from delivery_headers in the "
+                    "same request that adds oauth_token_url"]})
         return data
 
     def get_effective_delivery_policy(self, obj) -> dict:
@@ -257,7 +264,7 @@ class RotatedSecretSerializer(serializers.Serializer):
         return public_key_of(obj.secret)
 
 
-class PublishSerializer(serializers.Serializer):
+class PublishSerializer(StrictInput, serializers.Serializer):
     payload = serializers.JSONField(required=False, help_text="Any JSON value.")
     message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
                                     help_text="Plain text, instead of payload.")
@@ -300,7 +307,7 @@ class BatchEntrySerializer(PublishSerializer):
     idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
 
 
-class PublishBatchSerializer(serializers.Serializer):
+class PublishBatchSerializer(StrictInput, serializers.Serializer):
     entries = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=100,
                                     help_text="1 to 100 entries, each like a publish body plus `id`.")
 
@@ -329,7 +336,7 @@ class PublishedSerializer(serializers.Serializer):
     duplicate = serializers.BooleanField()
 
 
-class RedriveSerializer(serializers.Serializer):
+class RedriveSerializer(StrictInput, serializers.Serializer):
     since = serializers.DateTimeField(required=False, help_text="Only dead letters from this time on.")
     until = serializers.DateTimeField(required=False, help_text="Only dead letters before this time.")
 
@@ -339,7 +346,7 @@ class RedriveSerializer(serializers.Serializer):
         return data
 
 
-class ReplaySerializer(serializers.Serializer):
+class ReplaySerializer(StrictInput, serializers.Serializer):
     since = serializers.DateTimeField(help_text="Replay messages published from this time on.")
     until = serializers.DateTimeField(required=False, help_text="... and before this time (default: now).")
     filter_policy = serializers.JSONField(required=False, help_text="Only messages this SNS filter policy matches "
@@ -363,7 +370,7 @@ class ReplayCreatedSerializer(serializers.Serializer):
     requested_at = serializers.DateTimeField()
 
 
-class RecoverSerializer(serializers.Serializer):
+class RecoverSerializer(StrictInput, serializers.Serializer):
     since = serializers.DateTimeField(help_text="Resend what failed for messages published from this time on.")
 
 
@@ -371,5 +378,5 @@ class CountSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
-class ConfirmSerializer(serializers.Serializer):
+class ConfirmSerializer(StrictInput, serializers.Serializer):
     token = serializers.CharField()

@@ -125,7 +125,11 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         batch = PublishBatchSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
         raw = batch.validated_data["entries"]
-        ids = [str(item.get("id", "")) for item in raw]
+        missing = [n for n, item in enumerate(raw) if not isinstance(item.get("id"), str) or not item["id"]]
+        if missing:
+            raise ApplicationError(f"entries[{missing[0]}].id is required: each entry needs an id (a non-empty "
+                                   f"string, unique in the batch) that the answer names it by", field="entries")
+        ids = [item["id"] for item in raw]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise ApplicationError(f"Entry ids must be distinct in a batch; repeated: {', '.join(repeated)[:200]}",
@@ -139,8 +143,15 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             except ValidationError as exc:
                 failed.append({"id": entry_id, "status": 400, "errors": exc.detail})
         published = message_publish_batch(topic=topic, entries=[entry for _, entry in entries])
-        successful = [{"id": entry_id, "message_id": message.id, "deliveries": count, "duplicate": not created}
-                      for (entry_id, _), (message, count, created) in zip(entries, published, strict=True)]
+        successful = []
+        for (entry_id, _), result in zip(entries, published, strict=True):
+            if isinstance(result, ApplicationError):
+                failed.append({"id": entry_id, "status": result.status_code, "errors": result.as_payload()})
+                continue
+            message, count, created = result
+            successful.append({"id": entry_id, "message_id": message.id, "deliveries": count,
+                               "duplicate": not created})
+        failed.sort(key=lambda item: ids.index(item["id"]))
         return Response(PublishedBatchSerializer({"successful": successful, "failed": failed}).data)
 
     @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],

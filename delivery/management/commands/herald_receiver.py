@@ -14,6 +14,9 @@ PRINT_LOCK = threading.Lock()
 BODY_SHOWN = 4000
 
 
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -21,7 +24,11 @@ class Handler(BaseHTTPRequestHandler):
     secrets: tuple[str, ...] = ()
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+        declared = self.headers.get("Content-Length", "0") or "0"
+        if not declared.isascii() or not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+            self.refuse(f"Content-Length must be a number of bytes up to {MAX_BODY_BYTES}, not {declared[:40]!r}")
+            return
+        body = self.rfile.read(int(declared))
         verdict, status = "", self.fail_status or 200
         if self.secrets:
             problem = signing.check(self.secrets, self.headers.get("webhook-id"),
@@ -35,7 +42,11 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             event = None
         if status != 401 and isinstance(event, dict) and event.get("type") == "herald.subscription.confirmation":
-            answer, status = json.dumps({"validationResponse": event["data"]["token"]}).encode(), 200
+            data = event.get("data")
+            if not isinstance(data, dict) or not isinstance(data.get("token"), str):
+                self.refuse("a confirmation's data must be an object with a token")
+                return
+            answer, status = json.dumps({"validationResponse": data["token"]}).encode(), 200
             verdict += "\nconfirmation: answered with the token (the subscription is now confirmed)"
         text = body.decode("utf-8", errors="replace")
         if len(text) > BODY_SHOWN:
@@ -50,6 +61,19 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def refuse(self, why: str) -> None:
+        """A malformed request: 400 saying why, and the connection closed (its body may be unread)."""
+        answer = json.dumps({"error": why}).encode()
+        with PRINT_LOCK:
+            print(f"=== {time.strftime('%H:%M:%S')} {self.command} {self.path} → answering 400: {why}\n", flush=True)
+        self.close_connection = True
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(answer)
 
