@@ -1,8 +1,10 @@
-"""Redis for `make run`: nothing to do when REDIS_URL is set; else serve one on 127.0.0.1:6379 until stopped."""
+"""Redis for `make run`: nothing to do when REDIS_URL is set; else serve one on 127.0.0.1:6379 until stopped (started
+again if it exits on its own)."""
 
 import os
 import signal
 import socket
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -26,11 +28,23 @@ class Command(BaseCommand):
         except OSError:
             pass
         data_dir = str(settings.BASE_DIR / ".run" / "redis")
-        process = localredis.start(6379, data_dir, persist=True)
-        self.stdout.write(f"redis-server ({localredis.redis_server_binary()}) on 127.0.0.1:6379, data in {data_dir}")
-        signal.signal(signal.SIGTERM, lambda *_: process.terminate())
-        try:
-            process.wait()
-        except KeyboardInterrupt:
-            process.terminate()
-            process.wait(10)
+        stopping = []
+        running: list = []
+
+        def stop(*_):
+            stopping.append(True)
+            for process in running:
+                process.terminate()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        while not stopping:
+            # A redis-server that exits (killed, stopped by hand) is started again: under honcho, this process
+            # ending would stop every other one; Herald's processes wait for Redis meanwhile.
+            running[:] = [localredis.start(6379, data_dir, persist=True)]
+            self.stdout.write(f"redis-server ({localredis.redis_server_binary()}) on 127.0.0.1:6379, data in "
+                              f"{data_dir}")
+            code = running[0].wait()
+            if not stopping:
+                self.stdout.write(f"redis-server exited (code {code}); starting it again in 1 s")
+                time.sleep(1)
