@@ -18,6 +18,7 @@ from delivery.web.authentication import HeraldTokenAuthentication
 from delivery.web.errors import api_exception_handler
 from delivery.web.pagination import BoundedLimitOffsetPagination
 from delivery.web.parsers import SafeJSONParser
+from delivery.web.strict import refuse_body
 
 
 class HeraldAPI:
@@ -32,6 +33,10 @@ class HeraldAPI:
 
     def get_exception_handler(self):
         return api_exception_handler
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)  # authentication, permissions and throttles come first
+        refuse_body(self, request)
 
 
 def extend_schema(**kwargs):

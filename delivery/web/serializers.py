@@ -102,9 +102,5 @@ class MessageDetailSerializer(MessageSerializer):
         return FanoutDecisionSerializer(self._rows(message)[:FANOUT_SHOWN], many=True).data
 
 
-class NoBodySerializer(serializers.Serializer):
-    """An action that takes no body (its browsable-API form is just the button)."""
-
-
 class PolicyPreviewSerializer(StrictInput, serializers.Serializer):
     delivery_policy = serializers.JSONField(help_text="A policy document or a preset name.")

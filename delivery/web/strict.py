@@ -20,3 +20,17 @@ class StrictInput:
                 raise serializers.ValidationError({
                     name[:100]: [f"unknown field; this request takes {', '.join(writable)}"] for name in unknown[:20]})
         return super().to_internal_value(data)
+
+
+class NoBodySerializer(serializers.Serializer):
+    """An action that takes no body (its browsable-API form is just the button); a body with fields is refused."""
+
+
+def refuse_body(view, request) -> None:
+    """The strict rule for actions that take no body: any field sent is unknown."""
+    if getattr(view, "serializer_class", None) is NoBodySerializer and request.method == "POST":
+        sent = [str(name) for name in (request.data or {}) if name not in IGNORED] if isinstance(
+            request.data, Mapping) else ["(body)"]
+        if sent:
+            raise serializers.ValidationError({name[:100]: ["unknown field; this request takes no body"]
+                                               for name in sent[:20]})

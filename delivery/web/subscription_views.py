@@ -16,7 +16,8 @@ from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.base import HeraldAPI, extend_schema
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
-from delivery.web.serializers import DeliverySerializer, NoBodySerializer
+from delivery.web.serializers import DeliverySerializer
+from delivery.web.strict import NoBodySerializer
 from delivery.web.subscription_serializers import (
     BatchEntrySerializer,
     ConfirmSerializer,

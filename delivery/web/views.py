@@ -24,9 +24,9 @@ from delivery.web.serializers import (
     FanoutDecisionSerializer,
     MessageDetailSerializer,
     MessageSerializer,
-    NoBodySerializer,
     PolicyPreviewSerializer,
 )
+from delivery.web.strict import NoBodySerializer
 from delivery.web.subscription_serializers import public_key_of
 from subscriptions.models import Subscription
 from subscriptions.states import SignatureScheme

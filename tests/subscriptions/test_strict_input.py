@@ -122,3 +122,11 @@ def test_the_demo_receiver_answers_400_to_malformed_requests(processes):
     for declared in (b"-1", b"abc", b"99999999999"):
         answer = raw_request(port, b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: " + declared + b"\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 400") and b"Content-Length must be" in answer
+
+
+def test_actions_that_take_no_body_refuse_fields(api, receiver):
+    _, subscription = subscribe(api, receiver)
+    answer = api.post(f"/api/subscriptions/{subscription['id']}/pause/", {"reason": "x"}, format="json")
+    assert answer.status_code == 400 and "takes no body" in answer.json()["reason"][0]
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+    assert api.post(f"/api/subscriptions/{subscription['id']}/pause/").status_code == 200
