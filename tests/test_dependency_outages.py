@@ -70,6 +70,13 @@ class OwnStack:
         self.postgres.start_again()
         self.postgres_up = True
 
+    def restore(self) -> None:
+        """Both running again, whatever a test left stopped."""
+        if not self.postgres_up:
+            self.start_postgres()
+        if not self.redis_up:
+            self.start_redis()
+
     def close(self) -> None:
         if self.redis_up:
             self.redis.terminate()
@@ -152,10 +159,7 @@ def test_worker_and_scheduler_started_while_dependencies_are_down_deliver_once_t
         for process in (worker, cron):
             if process.poll() is None:
                 process.kill()
-        if not stack.postgres_up:
-            stack.start_postgres()
-        if not stack.redis_up:
-            stack.start_redis()
+        stack.restore()
 
 
 def test_a_worker_and_the_scheduler_asked_to_stop_while_waiting_exit_at_once(stack, seeded, tmp_path):
@@ -200,10 +204,7 @@ def test_the_web_server_started_while_dependencies_are_down_serves_once_they_are
     finally:
         if web.poll() is None:
             web.kill()
-        if not stack.postgres_up:
-            stack.start_postgres()
-        if not stack.redis_up:
-            stack.start_redis()
+        stack.restore()
 
 
 def free_port() -> int:
@@ -251,7 +252,4 @@ def test_make_run_survives_a_redis_stop_and_a_postgresql_restart(stack, seeded, 
                 run.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(run.pid, signal.SIGKILL)
-        if not stack.postgres_up:
-            stack.start_postgres()
-        if not stack.redis_up:
-            stack.start_redis()
+        stack.restore()
