@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,6 +145,7 @@ def subprocess_env(**extra) -> dict:
 class Processes:
     def __init__(self):
         self.running: list[subprocess.Popen] = []
+        self.logs: list = []
 
     def start(self, *args, output=None, **env) -> subprocess.Popen:
         """`output`: a file that receives the process's stdout and stderr (else they go to the test's)."""
@@ -156,7 +158,14 @@ class Processes:
         return self.start("rqworker", "deliveries", "retries", output=output, **env)  # HeraldWorker, from settings
 
     def cron(self, **env) -> subprocess.Popen:
-        return self.start("herald_cron", **env)
+        """The scheduler, once it dispatches: a test that times retries must not start the clock before it runs
+        (on a loaded machine a process takes seconds to start)."""
+        log = tempfile.NamedTemporaryFile("w+", suffix=".log")
+        self.logs.append(log)
+        process = self.start("herald_cron", output=log, **env)
+        wait_until(lambda: "herald cron: dispatching every" in open(log.name).read() or process.poll() is not None,
+                   timeout=60)
+        return process
 
     def stop_all(self):
         for process in self.running:

@@ -13,6 +13,9 @@ from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOLERANCE = 0.5  # seconds late at most, on a loaded 2-core machine
+# The receiver runs in the test process and notes each arrival when its thread gets to it: with both cores busy
+# that note can come this much after the request arrived, so a 1 s window is checked as 1 s less this.
+ARRIVAL_JITTER = 0.15
 
 
 
@@ -48,7 +51,7 @@ def test_throttle_holds_in_every_one_second_window_across_two_workers(api, recei
 
     arrivals = sorted(request.at for request in requests)
     for index, start in enumerate(arrivals):
-        in_window = [t for t in arrivals[index:] if t < start + 1.0]
+        in_window = [t for t in arrivals[index:] if t < start + 1.0 - ARRIVAL_JITTER]
         assert len(in_window) <= 5, f"{len(in_window)} requests within 1 s from {start}"
     assert {r.json()["data"] for r in requests} == set(range(20))
     assert arrivals[-1] - arrivals[0] < 6  # throttled, not stalled

@@ -32,12 +32,16 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stopping.append(True))
         interval = herald.DISPATCH_INTERVAL_SECONDS
         last_reconcile = last_retention = 0.0
-        self.stdout.write(f"herald cron: dispatching every ≤{interval}s")
         waited = False  # whether this tick's dependencies were looked at since the last failure
+        ready = False
         while not stopping:
             if not waited and not availability.wait(stopping=lambda: bool(stopping)):
                 return
             waited = True
+            if not ready:  # said once PostgreSQL and Redis answer: from here on, retries go out at their time
+                self.stdout.write(f"herald cron: dispatching every ≤{interval}s")
+                self.stdout.flush()
+                ready = True
             try:
                 close_old_connections()
                 dispatch.dispatch_due()
