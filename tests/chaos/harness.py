@@ -10,7 +10,7 @@ and started into the outage, flushes Redis, restarts Redis, restarts PostgreSQL 
 receivers answer 5xx, time out, reset, refuse, send poisoned headers and garbage (tests/chaos/receivers.py).
 Then it waits for everything to settle and checks: 0 lost (every accepted message received by every subscription
 of its topic, or dead-lettered with a reason), 0 stuck, duplicates only after a try whose outcome Herald could not
-know (a kill -9 mid-send, a timeout) and under 5 %, no process that exited by itself, attempts in the API match the
+know (a kill -9 mid-send, a timeout) and under 10 %, no process that exited by itself, attempts in the API match the
 requests the receivers saw, and each ordering key reached its ordered subscription in publish order. It prints a
 summary and exits 1 if a check fails.
 """
@@ -53,7 +53,10 @@ OUTAGE_SECONDS = 6.0  # longer than a process takes to start on a loaded machine
 # the policy's timeout though the receiver wrote it (`timeout`: the poison receiver's 600 KB of headers on a loaded
 # machine). Any other duplicate is a defect and fails the run.
 UNKNOWN_OUTCOMES = ("lease_expired", "timeout")
-ALLOWED_DUPLICATE_LIMIT = 0.05  # of the succeeded deliveries: 2.4x the most measured (docs/reliability.md)
+# Of the succeeded deliveries: a bound on the allowed kind that still catches a regression such as a backlog resent
+# whole. Measured: 0.3-1 % on a quiet machine, up to 4.8 % with a second chaos stack on the same 2 cores
+# (docs/reliability.md); the duplicates of any other kind must be 0.
+ALLOWED_DUPLICATE_LIMIT = 0.10
 
 
 class Stack:
