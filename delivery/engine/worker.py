@@ -16,6 +16,7 @@ It stops only when asked to (SIGTERM/SIGINT), in burst mode when the queues are 
 
 import logging
 import signal
+from functools import cached_property
 from uuid import uuid4
 
 from django.db import close_old_connections
@@ -53,8 +54,7 @@ class HeraldWorker(SimpleWorker):
         asked = lambda *_: setattr(self, "_stop_asked", True)  # noqa: E731 (RQ installs its own handlers later)
         previous = {sig: signal.signal(sig, asked) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            needed = [availability.DATABASE, availability.redis_dependency(connection)]
-            while availability.wait(needed, stopping=self.stop_asked):
+            while availability.wait(self.dependencies(), stopping=self.stop_asked):
                 try:
                     return super()._set_ip_address(connection)
                 except (RedisConnectionError, RedisTimeoutError):
@@ -84,22 +84,26 @@ class HeraldWorker(SimpleWorker):
         """The first Redis call of every round of RQ's loop: while Redis is away, wait here (and say so once)."""
         if pipeline is not None:
             return super().heartbeat(timeout, pipeline)
-        redis = availability.redis_dependency(self.connection)
         while True:
             try:
                 result = super().heartbeat(timeout, pipeline)
-                if availability.is_down(redis.name):
-                    availability.unreachable([redis])  # logs that it answers again
+                if availability.is_down(self.redis_dependency.name):
+                    availability.unreachable([self.redis_dependency])  # logs that it answers again
                 return result
             except (RedisConnectionError, RedisTimeoutError):
-                if not availability.wait([redis], stopping=self.stop_asked):
+                if not availability.wait([self.redis_dependency], stopping=self.stop_asked):
                     raise StopRequested() from None
 
     def heartbeat_once(self):
         super().heartbeat()
 
-    def dependencies(self):
-        return [availability.DATABASE, availability.redis_dependency(self.connection)]
+    @cached_property
+    def redis_dependency(self) -> availability.Dependency:
+        """Redis as this worker reaches it (its own connection, set before RQ first needs it)."""
+        return availability.redis_dependency(self.connection)
+
+    def dependencies(self) -> list[availability.Dependency]:
+        return [availability.DATABASE, self.redis_dependency]
 
     def execute_job(self, job, queue):
         close_old_connections()
