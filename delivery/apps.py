@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 
@@ -6,3 +8,8 @@ class DeliveryConfig(AppConfig):
     label = "herald_delivery"
     name = "delivery"
     verbose_name = "Delivery"
+
+    def ready(self) -> None:
+        # Herald's operational events are receivers of its own signals; the engine is importable only once the
+        # models are, hence here (Django's place for connecting signals).
+        import_module("delivery.engine.operational").connect()

@@ -129,3 +129,47 @@ def test_the_replay_action_asks_for_a_window_then_replays(admin_client, traffic,
     bad = admin_client.post(url, {"action": "replay", "_selected_action": [subscription["id"]], "apply": "1",
                                   "since": "not a time"})
     assert bad.status_code == 200 and "Enter a valid date/time" in bad.content.decode()
+
+
+def admin_form(admin_client, subscription_id: int) -> tuple[str, dict]:
+    """The subscription's change page and the values its form would post back unchanged."""
+    page = f"/admin/herald_subscriptions/subscription/{subscription_id}/change/"
+    stored = Subscription.objects.get(id=subscription_id)
+    data = {"delivery_policy": "", "filter_policy": "", "filter_policy_scope": stored.filter_policy_scope,
+            "event_types": "[]", "max_events_per_batch": stored.max_events_per_batch,
+            "preferred_batch_size_kb": stored.preferred_batch_size_kb}
+    if stored.ordered_delivery:
+        data["ordered_delivery"] = "on"
+    if stored.raw_message_delivery:
+        data["raw_message_delivery"] = "on"
+    return page, data
+
+
+def test_turning_ordering_off_in_the_admin_releases_what_waits(admin_client, api, receiver):
+    receiver.script = [Reply(status=503)]
+    topic = api.post("/api/topics/", {"name": "ledger"}, format="json").json()
+    subscription = api.post("/api/subscriptions/", {
+        "topic": topic["id"], "endpoint": receiver.url + "/ordered", "ordered_delivery": True,
+        "delivery_policy": {"retrySchedule": {"delays": [3600]}}}, format="json").json()
+    for n in range(3):
+        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"n": n}, "ordering_key": "k"}, format="json")
+    assert Delivery.objects.filter(status="waiting").count() == 2
+    page, data = admin_form(admin_client, subscription["id"])
+    del data["ordered_delivery"]
+    response = admin_client.post(page, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Subscription.objects.get(id=subscription["id"]).ordered_delivery is False
+    assert Delivery.objects.filter(status="waiting").count() == 0
+    assert Delivery.objects.filter(status="pending", next_attempt_at__isnull=False).count() == 3
+
+
+def test_the_admin_refuses_what_the_api_refuses(admin_client, api, receiver):
+    topic = api.post("/api/topics/", {"name": "shapes"}, format="json").json()
+    subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url},
+                            format="json").json()
+    page, data = admin_form(admin_client, subscription["id"])
+    response = admin_client.post(page, {**data, "raw_message_delivery": "on", "max_events_per_batch": 5})
+    assert response.status_code == 200
+    assert "cannot be combined with raw_message_delivery" in response.content.decode()
+    stored = Subscription.objects.get(id=subscription["id"])
+    assert (stored.raw_message_delivery, stored.max_events_per_batch) == (False, 1)

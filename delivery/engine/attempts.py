@@ -53,7 +53,7 @@ def gated(ready: list, updates: dict, now) -> tuple[list, set[int]]:
                 allowed.append((delivery, policy))
                 probes.add(delivery.id)
                 continue
-        updates[delivery.id] = transitions.held()
+        updates[delivery.id] = transitions.on_hold()
     return allowed, probes
 
 
@@ -94,7 +94,7 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
             failed.append(recording.internal_failure(delivery, policy, unreadable, queue_name))
             continue
         if delivery.subscription.status != Subscription.Status.CONFIRMED:
-            updates[delivery.id] = transitions.held()
+            updates[delivery.id] = transitions.on_hold()
             continue
         if policy.outlived(delivery.budget_start, now):
             expired = decisions.give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)

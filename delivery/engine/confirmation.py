@@ -19,9 +19,8 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald
-from delivery.engine import queues, transitions
+from delivery.engine import lifecycle
 from delivery.engine.errors import ApplicationError
-from delivery.models import Delivery
 from delivery.rules import wire
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport import sender
@@ -77,11 +76,7 @@ def subscription_confirm(*, token: str, subscription: Subscription | None = None
         found.confirmation_token_hash = ""
         found.save(update_fields=["status", "confirmed_at", "confirmation_token_hash", "updated_at"])
         # What was held while a changed endpoint confirmed goes out now (endpoint health and throttles still apply).
-        released = Delivery.objects.filter(subscription=found, status=Delivery.Status.PENDING,
-                                           next_attempt_at__isnull=True).update(
-                                               **transitions.released(now=timezone.now()))
-        if released:
-            queues.pump_after_commit()
+        lifecycle.release(now=found.confirmed_at, subscription=found)
     return found
 
 

@@ -1,4 +1,5 @@
-"""The dispatcher and the reconciler: the database holds the schedule; Redis holds only pumps and wake-ups.
+"""The scheduler's ticks (`herald_cron`): dispatch and reconcile. The database holds the schedule; Redis holds only
+pumps and wake-ups.
 
 - dispatch: when deliveries are due (a retry's time came, a held row was released, a pump was lost), a pump is
   asked for; pumps take the due rows themselves. Nothing in Redis names a delivery, so a Redis flush or restart
@@ -15,20 +16,20 @@ import time
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from delivery.engine import announce, journal, ordering, recording, transitions
+from delivery.engine import journal, lifecycle, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
 from delivery.engine.queues import DELIVERIES, RETRIES, want_pump
 from delivery.engine.recording import Tried
-from delivery.engine.wakeup import WAKE_KEY, redis, wake_dispatcher
+from delivery.engine.wakeup import WAKE_KEY, redis
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
-from delivery.rules.vocabulary import DeadLetterReason
+from delivery.rules.vocabulary import DeadLetterReason, DeliveryStatus
 from subscriptions.models import Subscription
 from subscriptions.states import EndpointState
 
@@ -43,8 +44,7 @@ def dispatch_due(now=None) -> int:
     `deliveries`): pumps take due rows from the database themselves, so nothing is queued before its time and a
     lost pump costs nothing. Returns how many are due (at most BATCH counted)."""
     now = now or timezone.now()
-    due = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-               .order_by("next_attempt_at").values_list("attempt_count", flat=True)[:BATCH])
+    due = list(lifecycle.due(now).order_by("next_attempt_at").values_list("attempt_count", flat=True)[:BATCH])
     if due:
         want_pump(RETRIES if any(due) else DELIVERIES)
     return len(due)
@@ -53,8 +53,7 @@ def dispatch_due(now=None) -> int:
 def next_due_at(now=None):
     """When the next delivery that is not yet due becomes due (what is due already is the pumps' business)."""
     now = now or timezone.now()
-    return (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__gt=now)
-            .aggregate(at=Min("next_attempt_at"))["at"])
+    return (lifecycle.scheduled(now).aggregate(at=Min("next_attempt_at"))["at"])
 
 
 def release_expired_leases(now=None) -> int:
@@ -65,32 +64,27 @@ def release_expired_leases(now=None) -> int:
     recovered = record_journaled_answers(now)
     with transaction.atomic():
         expired = list(
-            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(status=Delivery.Status.IN_FLIGHT, lease_until__lt=now)
+            lifecycle.lease_expired(now).select_for_update(skip_locked=True, of=("self",))
             .select_related("message", "subscription__topic", "endpoint")
             .order_by("lease_until")[:BATCH]
         )
-        attempts, finished = [], {}
+        attempts, updates = [], {}
         for delivery in expired:
             decision, attempt = lost_try(delivery, now)
-            changes = transitions.attempted(delivery, decision, now=now)
-            Delivery.objects.filter(id=delivery.id).update(**changes)
+            updates[delivery.id] = transitions.attempted(delivery, decision, now=now)
             attempts.append(attempt)
-            finished[delivery.id] = changes["status"]
+        lifecycle.apply(updates, keyed=[d.id for d in expired if d.ordering_key], now=now)
         Attempt.objects.bulk_create(attempts)
-        announce.deliveries_finished(finished, keyed=[d.id for d in expired if d.ordering_key])
     if expired:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
-        wake_dispatcher()
     return len(expired) + recovered
 
 
 def record_journaled_answers(now) -> int:
     """Expired leases whose try was answered before its worker stopped: recorded as the attempt it was (from the
     journal), not counted as lost and sent again. Written under the lease, so a race with anyone is harmless."""
-    candidates = list(Delivery.objects.filter(status=Delivery.Status.IN_FLIGHT, lease_until__lt=now)
-                      .select_related("message__topic", "subscription__topic", "endpoint")
+    candidates = list(lifecycle.lease_expired(now).select_related("message__topic", "subscription__topic", "endpoint")
                       .order_by("lease_until")[:BATCH])
     found = journal.answered(candidates)
     tries = []
@@ -112,7 +106,7 @@ def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
     error = Attempt.ErrorClass.LEASE_EXPIRED
     decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
                                 published_at=delivery.budget_start, now=now, rng=_rng,
-                                outcome=decisions.Outcome(status=None, error_class=error))
+                                answer=decisions.Answer(status=None, error_class=error))
     attempt = Attempt(
         delivery_id=delivery.id, number=number, started_at=now, duration_ms=0, request_url=delivery.endpoint.url,
         queue=Attempt.Queue.RETRIES if delivery.attempt_count else Attempt.Queue.DELIVERIES, error_class=error,
@@ -130,25 +124,20 @@ def expire_held(now=None) -> int:
     The lifetime belongs to the subscription's policy, so this is one set-based update per subscription that holds
     deliveries, whatever the backlog."""
     now = now or timezone.now()
-    held = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True)
     total = 0
     for subscription in Subscription.objects.filter(
-            id__in=held.values("subscription_id").distinct()).select_related("topic"):
+            id__in=lifecycle.held().values("subscription_id").distinct()).select_related("topic"):
         policy = subscription_policy(subscription)
         cutoff = now - timedelta(seconds=policy.lifetime_seconds)
-        status = Delivery.Status.DEAD_LETTERED if policy.dead_letter else Delivery.Status.DROPPED
-        expired = (held.filter(subscription=subscription)
+        status = DeliveryStatus.DEAD_LETTERED if policy.dead_letter else DeliveryStatus.DROPPED
+        expired = (lifecycle.held(subscription=subscription)
                    .annotate(budget_from=Coalesce("budget_started_at", "message__published_at"))
                    .filter(budget_from__lt=cutoff))
-        for reason, frozen in ((DeadLetterReason.ENDPOINT_FROZEN, True), (DeadLetterReason.TTL_EXPIRED, False)):
-            ids = expired.filter(endpoint__state=EndpointState.FROZEN) if frozen else expired.exclude(
-                endpoint__state=EndpointState.FROZEN)
-            chosen = list(ids.values_list("id", flat=True))
-            total += Delivery.objects.filter(id__in=chosen, status=Delivery.Status.PENDING,
-                                             next_attempt_at__isnull=True).update(
-                **transitions.finished(status, reason, now=now))
-            announce.deliveries_finished(dict.fromkeys(chosen, status),
-                                         keyed=chosen if subscription.ordered_delivery else ())
+        frozen = Q(endpoint__state=EndpointState.FROZEN)
+        for reason, rows in ((DeadLetterReason.ENDPOINT_FROZEN, expired.filter(frozen)),
+                             (DeadLetterReason.TTL_EXPIRED, expired.exclude(frozen))):
+            total += len(lifecycle.finish(lifecycle.held(id__in=list(rows.values_list("id", flat=True))), status,
+                                          reason, now=now))
     return total
 
 
@@ -158,7 +147,7 @@ def reconcile(now=None) -> dict:
     for name, repair in (("leases", release_expired_leases), ("lost_fan_outs", requeue_lost_fan_outs),
                          ("expired_held", expire_held),
                          ("stranded_held", release_stranded), ("probes", schedule_probes),
-                         ("ordering_keys", ordering.release_stranded)):
+                         ("ordering_keys", lifecycle.release_stranded_keys)):
         try:
             done[name] = repair(now)
         except Exception:

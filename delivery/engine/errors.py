@@ -15,3 +15,9 @@ class ApplicationError(Exception):
         if self.field:
             return {self.field: [self.message], **self.extra}
         return {"detail": self.message, **self.extra}
+
+    @classmethod
+    def of_problems(cls, found: dict[str, str]) -> "ApplicationError":
+        """A 400 naming every field of `found` ({field: reason}), the first as its message."""
+        (field, reason), *others = found.items()
+        return cls(reason, field=field, extra={name: [text] for name, text in others})

@@ -1,4 +1,5 @@
-"""Which subscriptions a message goes to, and creating its deliveries: inline for small topics, by a job for
+"""Fan-out, the one module that decides it: which subscriptions a message goes to (`choose`, whose words are
+`FanoutOutcome`), and creating its deliveries: inline for small topics, by a job for
 large ones, so that publishing answers quickly whatever the fan-out size.
 
 Every subscription of the topic is decided on at publish time, and the ones that get no delivery are recorded on
@@ -22,29 +23,15 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import ordering, redis_link, transitions
-from delivery.engine.queues import DELIVERIES, want_pump
+from delivery.engine import lifecycle, ordering, redis_link
 from delivery.models import Delivery, Message
 from delivery.rules import filter_policy as filters
-from delivery.rules.vocabulary import AttemptQueue
+from delivery.rules.vocabulary import AttemptQueue, FanoutOutcome
 from subscriptions.models import Subscription
 
 log = logging.getLogger(__name__)
 CHUNK = 1000
 LIVE = (Subscription.Status.CONFIRMED, Subscription.Status.PAUSED)
-
-
-class Outcome:
-    """What publishing decided for one subscription (the values of the API's `fanout[].outcome`)."""
-
-    DELIVERY = "delivery_created"
-    PAUSED = "paused"  # a delivery, held until the subscription resumes
-    AWAITING_CONFIRMATION = "held_for_confirmation"  # a delivery, held until a changed endpoint confirms
-    FILTERED_OUT = "filtered_out"
-    NOT_CONFIRMED = "not_confirmed"
-    SUBSCRIBED_AFTER = "subscribed_after_publish"
-    PENDING = "fan_out_pending"  # a large fan-out's job has not written it yet
-    UNRECORDED = "not_recorded"  # published before decisions were recorded
 
 
 class Candidate(NamedTuple):
@@ -127,7 +114,7 @@ def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_
     return filters.failing_key(policy, facts.attributes)
 
 
-def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate], dict]:
+def choose(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate], dict]:
     """(chosen, skipped): the live subscriptions whose filters match, and the record of the others,
     {"filtered_out": {key: [ids]}, "not_confirmed": [ids], "paused": [ids], "held_for_confirmation": [ids]}."""
     chosen, filtered, unconfirmed, paused, reconfirming = [], {}, [], [], []
@@ -144,15 +131,15 @@ def decide(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate
             paused.append(candidate.id)
         elif candidate.reconfirming:
             reconfirming.append(candidate.id)
-    skipped = {name: ids for name, ids in ((Outcome.FILTERED_OUT, filtered), (Outcome.NOT_CONFIRMED, unconfirmed),
-                                           (Outcome.PAUSED, paused), (Outcome.AWAITING_CONFIRMATION, reconfirming))
-               if ids}
+    found = ((FanoutOutcome.FILTERED_OUT, filtered), (FanoutOutcome.NOT_CONFIRMED, unconfirmed),
+             (FanoutOutcome.PAUSED, paused), (FanoutOutcome.AWAITING_CONFIRMATION, reconfirming))
+    skipped = {name: ids for name, ids in found if ids}
     return chosen, skipped
 
 
 def targets(message: Message) -> list[Candidate]:
     """The live subscriptions of the message's topic whose filters match it."""
-    return decide(topic_subscriptions(message.topic_id), Facts.of(message))[0]
+    return choose(topic_subscriptions(message.topic_id), Facts.of(message))[0]
 
 
 def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
@@ -164,10 +151,8 @@ def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozens
     deliveries = []
     for candidate in chosen:
         keyed = key if candidate.ordered and key else None
-        if keyed and candidate.id in waiting:
-            state = {"status": Delivery.Status.WAITING, "next_attempt_at": None}
-        else:
-            state = transitions.initial(due=None if candidate.held else message.published_at)
+        state = lifecycle.new(due=message.published_at, hold=candidate.held,
+                              behind=bool(keyed) and candidate.id in waiting)
         deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
                                    ordering_key=keyed, **state))
     return deliveries
@@ -206,9 +191,8 @@ def fan_out(message_id: str) -> int:
         with transaction.atomic():
             part = chosen[start:start + CHUNK]
             waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
-            Delivery.objects.bulk_create(build(message, part, waiting), ignore_conflicts=True)
+            lifecycle.created(Delivery.objects.bulk_create(build(message, part, waiting), ignore_conflicts=True))
     Message.objects.filter(id=message.id).update(fanout_pending=False)
-    want_pump(DELIVERIES)
     return len(chosen)
 
 

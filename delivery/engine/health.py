@@ -12,9 +12,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import announce, transitions
-from delivery.engine.wakeup import wake_dispatcher
-from delivery.models import Delivery
+from delivery.engine import announce, lifecycle
 from delivery.rules import circuit
 from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
 
@@ -115,29 +113,19 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
     return True
 
 
-def releasable(**where):
-    """Held deliveries whose subscription is confirmed: they wait only for their endpoint."""
-    return Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__isnull=True,
-                                   subscription__status=Subscription.Status.CONFIRMED, **where)
+CONFIRMED = {"subscription__status": Subscription.Status.CONFIRMED}  # held rows that wait only for their endpoint
 
 
 def release_held(endpoint_id: int, now) -> int:
     """Deliveries held for an unhealthy endpoint become due at once (the throttle still applies)."""
-    released = releasable(endpoint_id=endpoint_id).update(**transitions.released(now=now))
-    if released:
-        transaction.on_commit(wake_dispatcher)
-    return released
+    return lifecycle.release(now=now, endpoint_id=endpoint_id, **CONFIRMED)
 
 
 def release_stranded(now=None) -> int:
     """Held deliveries whose endpoint is active and subscription confirmed have nothing left to wait for. They
     arise when a worker holds a row because it read its endpoint as disabled while a probe elsewhere was bringing
     the endpoint back (the release found the row in flight). The reconciler makes them due again."""
-    now = now or timezone.now()
-    released = releasable(endpoint__state=circuit.ACTIVE).update(**transitions.released(now=now))
-    if released:
-        wake_dispatcher()
-    return released
+    return lifecycle.release(now=now or timezone.now(), endpoint__state=circuit.ACTIVE, **CONFIRMED)
 
 
 def take_probe_slot(endpoint_id: int, now) -> bool:
@@ -153,9 +141,7 @@ def schedule_probes(now=None) -> int:
     scheduled = 0
     for endpoint_id in Endpoint.objects.filter(state=circuit.DISABLED, next_probe_at__lte=now).values_list(
             "id", flat=True)[:1000]:
-        held = releasable(endpoint_id=endpoint_id).order_by("id").values_list("id", flat=True)[:1]
-        scheduled += Delivery.objects.filter(id__in=list(held), next_attempt_at__isnull=True).update(
-            **transitions.released(now=now))
+        scheduled += lifecycle.release(now=now, limit=1, endpoint_id=endpoint_id, **CONFIRMED)
     return scheduled
 
 

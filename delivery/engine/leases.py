@@ -11,16 +11,16 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from delivery.conf import herald
-from delivery.engine import announce, transitions
+from delivery.engine import lifecycle, transitions
 from delivery.engine.effective import subscription_policy
 from delivery.models import Delivery
+from delivery.rules.vocabulary import DeliveryStatus
 
 
 def claim(delivery_ids: list[int], now) -> list[Delivery]:
     """Take the due, pending rows among `delivery_ids` (a manual retry, a test); rows another job holds are
     skipped, not waited for."""
-    return _claim(Delivery.objects.filter(id__in=delivery_ids, status=Delivery.Status.PENDING,
-                                          next_attempt_at__lte=now), now)
+    return _claim(lifecycle.due(now, id__in=delivery_ids), now)
 
 
 def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
@@ -32,8 +32,7 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     `next_attempt_at` of pending rows: its cost follows the batch, not the number of pending rows."""
     in_flight = in_flight or Counter()
     full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
-    due = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
-               .exclude(endpoint_id__in=full).order_by("next_attempt_at")
+    due = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
                .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch")
                [:limit * 4])
     taken: Counter = Counter()
@@ -50,8 +49,7 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
                 break
     more = len(due) > len(ids) or len(due) == limit * 4
     for subscription_id, batch in batching.items():  # fill a whole batch
-        extra = list(Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now,
-                                             subscription_id=subscription_id).exclude(id__in=ids)
+        extra = list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=ids)
                      .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
         ids += extra
         more = more or len(extra) == batch
@@ -79,7 +77,7 @@ def _claim(candidates, now) -> list[Delivery]:
 
 def _lease(ids: list[int], now, lease) -> set[int]:
     """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the ids this call won."""
-    pending, due, changes = Delivery.Status.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
+    pending, due, changes = DeliveryStatus.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
     if connection.vendor == "postgresql":  # one round trip
         table = Delivery._meta.db_table
         assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
@@ -101,22 +99,14 @@ def _lease(ids: list[int], now, lease) -> set[int]:
 def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
     expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
-    caller's transaction, after whose commit the finished ones are announced (delivery.signals)."""
-    written = _write_back(claimed, updates)
-    announce.deliveries_finished({i: updates[i]["status"] for i in written if "status" in updates[i]},
-                                 keyed=[d.id for d in claimed if d.ordering_key and d.id in written])
-    return written
-
-
-def _write_back(claimed: list[Delivery], updates: dict) -> set[int]:
+    caller's transaction. What follows the changes (`lifecycle.settled`) is the caller's to ask for."""
     leases = {d.id: d.lease_until for d in claimed}
     updates = {delivery_id: changes for delivery_id, changes in updates.items() if delivery_id in leases}
     if not updates:
         return set()
     if connection.vendor != "postgresql":
         return {delivery_id for delivery_id, changes in updates.items()
-                if Delivery.objects.filter(id=delivery_id, status=Delivery.Status.IN_FLIGHT,
-                                           lease_until=leases[delivery_id]).update(**changes)}
+                if lifecycle.in_flight(id=delivery_id, lease_until=leases[delivery_id]).update(**changes)}
     names = sorted({name for changes in updates.values() for name in changes})
     fields = [Delivery._meta.get_field(name) for name in names]
     by_id = {d.id: d for d in claimed}
@@ -135,6 +125,6 @@ def _write_back(claimed: list[Delivery], updates: dict) -> set[int]:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM (VALUES {', '.join(rows)}) AS v({columns}) "
             f"WHERE d.id = v.id AND d.status = %s AND d.lease_until = v.lease RETURNING d.id",
-            params + [Delivery.Status.IN_FLIGHT],
+            params + [DeliveryStatus.IN_FLIGHT],
         )
         return {row[0] for row in cursor.fetchall()}

@@ -5,14 +5,17 @@ to them like to any topic (an on-call webhook, a chat bridge) instead of polling
     HERALD_OPERATIONAL_EVENTS_OWNER = "ops"            # the username owning it (created on first use)
 
 Events: `herald.endpoint.disabled`, `herald.endpoint.frozen`, `herald.endpoint.recovered` (active again) and
-`herald.delivery.dead_lettered`, each published after the change is committed. Dead letters of the operational topic
-itself are not announced (an unreachable operator endpoint would otherwise feed itself). No secret is ever in them.
+`herald.delivery.dead_lettered`, each published after the change is committed: they are receivers of
+delivery/signals.py like any project's own (`connect`, called when the app is ready). Dead letters of the
+operational topic itself are not announced (an unreachable operator endpoint would otherwise feed itself). No
+secret is ever in them.
 """
 
 import logging
 
 from django.contrib.auth import get_user_model
 
+from delivery import signals
 from delivery.conf import herald
 from delivery.engine.publishing import message_publish
 from delivery.engine.subscribing import topic_create
@@ -40,6 +43,22 @@ def _publish(event_type: str, subject: str, payload: dict, attributes: dict) -> 
                         attributes={key: str(value) for key, value in attributes.items()})
     except Exception:  # an operational event must never break the delivery that caused it
         log.exception("operational event %s could not be published", event_type)
+
+
+def connect() -> None:
+    """Make the operational events receivers of Herald's signals (they publish only while enabled)."""
+    signals.endpoint_state_changed.connect(on_endpoint_state_changed, dispatch_uid="herald.operational.endpoint")
+    signals.delivery_dead_lettered.connect(on_delivery_dead_lettered, dispatch_uid="herald.operational.dead")
+
+
+def on_endpoint_state_changed(sender, endpoint, from_state: str, to_state: str, reason: str, **kwargs) -> None:
+    if enabled():
+        endpoint_changed(endpoint, from_state, to_state, reason)
+
+
+def on_delivery_dead_lettered(sender, delivery, **kwargs) -> None:
+    if enabled():
+        delivery_dead_lettered(delivery)
 
 
 def endpoint_changed(endpoint, from_state: str, to_state: str, reason: str) -> None:

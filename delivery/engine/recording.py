@@ -17,8 +17,7 @@ from urllib.parse import urlsplit
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from delivery.engine import health, leases, transitions
-from delivery.engine.wakeup import wake_dispatcher
+from delivery.engine import health, leases, lifecycle, transitions
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
@@ -55,14 +54,15 @@ def header(headers: dict, name: str) -> str | None:
     return next((value for key, value in headers.items() if key.lower() == wanted), None)
 
 
-def decide(tried: Tried) -> decisions.Decision:
+def policy_decision(tried: Tried) -> decisions.Decision:
+    """What the subscription's policy makes of a try's answer."""
     result, delivery = tried.result, tried.delivery
     finished = finished_at(result)
-    outcome = decisions.Outcome(status=result.status, error_class=result.error_class,
+    answer = decisions.Answer(status=result.status, error_class=result.error_class,
                                 retry_after=decisions.parse_retry_after(header(result.headers, "Retry-After"),
                                                                         finished))
     return decisions.decide(tried.policy, attempt_number=tried.number - delivery.budget_attempts,
-                            published_at=delivery.budget_start, now=finished, rng=_rng, outcome=outcome)
+                            published_at=delivery.budget_start, now=finished, rng=_rng, answer=answer)
 
 
 def finished_at(result: SendResult) -> datetime:
@@ -99,7 +99,7 @@ def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], s
     attempts: dict[int, Attempt] = {}
     gone: set[int] = set()
     for tried in tries:
-        decision = decide(tried)
+        decision = policy_decision(tried)
         changes[tried.delivery.id] = transitions.attempted(tried.delivery, decision, now=finished_at(tried.result))
         attempts[tried.delivery.id] = attempt_row(tried, decision.attempt_outcome)
         if decision.freeze_endpoint:
@@ -115,15 +115,22 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     updates = {**untried, **changes}
     try:
         with transaction.atomic():
-            written = leases.write_back(claimed, updates)
+            written = write_back(claimed, updates)
             Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
     log_attempts([t for t in tries if t.delivery.id in written], changes)
     record_health([t for t in tries if t.delivery.id in written], gone, probes)
-    if any(transitions.wakes_scheduler(change) for key, change in updates.items() if key in written):
-        wake_dispatcher()
+
+
+def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
+    """Inside the caller's transaction: the changes written under the lease, then what follows them (the next of
+    an ordering key, signals and a pump or the scheduler after commit). Returns the ids written."""
+    written = leases.write_back(claimed, updates)
+    lifecycle.settled({i: updates[i] for i in written},
+                      keyed=[d.id for d in claimed if d.ordering_key and d.id in written])
+    return written
 
 
 def what_next(changes: dict) -> str:
@@ -170,7 +177,7 @@ def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int
 
 def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set[int]:
     with transaction.atomic():
-        written = leases.write_back([delivery], {delivery.id: changes})
+        written = write_back([delivery], {delivery.id: changes})
         if written and attempt is not None:
             attempt.save()
     return written

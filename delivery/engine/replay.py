@@ -14,9 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import fanout, ordering, transitions
+from delivery.engine import fanout, lifecycle
 from delivery.engine.errors import ApplicationError
-from delivery.engine.queues import pump_after_commit
 from delivery.models import Delivery, Message, Replay
 from delivery.rules import filter_policy as filters
 from subscriptions.models import Subscription
@@ -59,21 +58,18 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
                 continue
             keyed = message.ordering_key if subscription.ordered_delivery else None
             # Keyed ones all wait; their heads are released once this commits (under each key's lock).
-            state = ({"status": Delivery.Status.WAITING, "next_attempt_at": None} if keyed
-                     else transitions.initial(due=None if paused else now))
+            state = lifecycle.new(due=now, hold=paused, behind=bool(keyed))
             batch.append(Delivery(message=message, subscription=subscription, endpoint_id=subscription.endpoint_id,
                                   replay=replay, ordering_key=keyed, **state))
             count += 1
             if len(batch) == CHUNK:
-                Delivery.objects.bulk_create(batch)
+                lifecycle.created(Delivery.objects.bulk_create(batch))
                 batch = []
-        Delivery.objects.bulk_create(batch)
+        lifecycle.created(Delivery.objects.bulk_create(batch))
         Replay.objects.filter(id=replay.id).update(messages=count)
         replay.messages = count
-        if count:
-            pump_after_commit()
     if subscription.ordered_delivery and count:
-        ordering.release_heads(subscription.id)
+        lifecycle.release_heads(subscription.id, now=now)
     return replay
 
 

@@ -7,12 +7,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import ordering, transitions
+from delivery.engine import lifecycle
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
-from delivery.models import Delivery
 from delivery.rules import policy as delivery_policy
-from delivery.rules import signing
+from delivery.rules import signing, subscription_rules
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
 from subscriptions.secrets import Unreadable
@@ -25,6 +24,13 @@ def validate_policy(document) -> None:
     if document in (None, {}):
         return
     delivery_policy.parse(document)
+
+
+def check_rules(current: dict, changes: dict) -> None:
+    """A 400 naming every rule of a subscription (delivery/rules/subscription_rules.py) the change would break."""
+    found = subscription_rules.problems(current, changes)
+    if found:
+        raise ApplicationError.of_problems(found)
 
 
 def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None,
@@ -105,6 +111,7 @@ def subscription_create(
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
     different settings."""
     validate_policy(delivery_policy)
+    check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         health = endpoint_for(owner=topic.owner, url=endpoint)
@@ -149,6 +156,7 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
     subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
+    check_rules(subscription_rules.stored(subscription), changes)
     scheme = changes.pop("signature_scheme", None)
     if scheme is not None and scheme != subscription.signature_scheme:
         subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
@@ -172,15 +180,12 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
         subscription.save()
         if "endpoint" in changes:
             # Retries, held and waiting deliveries follow the subscription to its new URL (and its health record).
-            Delivery.objects.filter(subscription=subscription,
-                                    status__in=(Delivery.Status.PENDING, Delivery.Status.WAITING)).update(
-                endpoint=changes["endpoint"])
+            lifecycle.not_started(subscription=subscription).update(endpoint=changes["endpoint"])
         if reconfirm:
-            Delivery.objects.filter(subscription=subscription, status=Delivery.Status.PENDING).update(
-                **transitions.held())
+            lifecycle.hold(subscription=subscription)
             confirmation_request(subscription=subscription)
         if unordered:  # what waited for its turn is due now
-            ordering.release_all(subscription.id)
+            lifecycle.release_ordered(subscription.id, now=timezone.now())
     return subscription
 
 

@@ -1,20 +1,18 @@
-"""Every change of a delivery's state, as the field changes it implies (no database access).
+"""Every change of a delivery's state, as the field changes it implies (no database access): the lifecycle's
+vocabulary.
 
-Each function returns every field its transition implies, so no writer has to remember to clear the lease;
-`wakes_scheduler` tells whether a change leaves work the scheduler must plan for. Every status write in Herald
-goes through one of these: under the lease by `leases.write_back` (the attempt path), or by the conditional
-updates of the reconciler, recovery and endpoint health.
+Each function returns every field its transition implies, so no writer has to remember to clear the lease. Every
+status write in Herald goes through one of these: under the lease by `leases.write_back` (the attempt path, whose
+follow-ups are `lifecycle.settled`), or by a function of `lifecycle.py`, the door.
 """
 
 from django.db.models import F
 
-from delivery.models import Delivery
 from delivery.rules.decisions import DEAD_LETTER, RETRY, SUCCEED, Decision
+from delivery.rules.vocabulary import DeliveryStatus as Status
 
-Status = Delivery.Status
 
-
-def attempted(delivery: Delivery, decision: Decision, *, now) -> dict:
+def attempted(delivery, decision: Decision, *, now) -> dict:
     """After a try (sent, lost with its worker, or failed inside Herald): counted, then as the policy decided."""
     changes = {"lease_until": None, "attempt_count": delivery.attempt_count + 1,
                "last_attempt_at": now}
@@ -35,7 +33,7 @@ def decided(decision: Decision, *, now) -> dict:
             "lease_until": None}
 
 
-def held() -> dict:
+def on_hold() -> dict:
     """Not attempted now (subscription paused or unconfirmed, endpoint disabled or frozen): pending with no due
     time until released; the time-to-live still runs. Holding spends no attempt."""
     return {"status": Status.PENDING, "next_attempt_at": None, "lease_until": None}
@@ -44,11 +42,6 @@ def held() -> dict:
 def deferred(until) -> dict:
     """Not attempted now (throttled, or its job failed before sending): due again at `until`. Not an attempt."""
     return {"status": Status.PENDING, "next_attempt_at": until, "lease_until": None}
-
-
-def wakes_scheduler(changes: dict) -> bool:
-    """Does this change leave work due at a time the scheduler must plan for?"""
-    return changes.get("status") == Status.PENDING and changes.get("next_attempt_at") is not None
 
 
 def initial(*, due) -> dict:
@@ -64,6 +57,11 @@ def claimed(*, lease) -> dict:
 def released(*, now) -> dict:
     """Held no longer (endpoint recovered, subscription resumed, a probe is due): due at once."""
     return {"next_attempt_at": now}
+
+
+def next_in_line(*, now) -> dict:
+    """Ordered delivery: the previous message of its key finished (or ordering was turned off); due at once."""
+    return {"status": Status.PENDING, "next_attempt_at": now}
 
 
 def fresh_budget(*, now) -> dict:

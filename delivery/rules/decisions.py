@@ -12,7 +12,9 @@ SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LE
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Answer:
+    """What a try came back with: the endpoint's status (None: no answer), the error class, its Retry-After."""
+
     status: int | None
     error_class: str = ""
     retry_after: float | None = None  # seconds, from a 429/503 Retry-After header
@@ -61,10 +63,10 @@ def decide(
     published_at: datetime,
     now: datetime,
     rng: random.Random,
-    outcome: Outcome,
+    answer: Answer,
 ) -> Decision:
-    """Decide after attempt `attempt_number` (1-based) ended with `outcome` at `now`."""
-    status = outcome.status
+    """Decide after attempt `attempt_number` (1-based) came back with `answer` at `now`."""
+    status = answer.status
     if status is not None and 200 <= status < 300:
         return Decision(action=SUCCEED, attempt_outcome=AttemptOutcome.SUCCESS)
     if status == 410:
@@ -75,8 +77,8 @@ def decide(
     if delay is None:
         return give_up(policy, DeadLetterReason.MAX_ATTEMPTS, AttemptOutcome.RETRYABLE_FAILURE)
     delay = jittered(delay, policy.jitter, rng)
-    if status in (429, 503) and outcome.retry_after is not None:
-        delay = max(delay, min(outcome.retry_after, RETRY_AFTER_CAP_SECONDS))
+    if status in (429, 503) and answer.retry_after is not None:
+        delay = max(delay, min(answer.retry_after, RETRY_AFTER_CAP_SECONDS))
     at = now + timedelta(seconds=delay)
     if policy.outlived(published_at, at):
         return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)

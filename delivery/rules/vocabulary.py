@@ -22,6 +22,19 @@ TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStat
 UNFINISHED = (DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT, DeliveryStatus.WAITING)
 
 
+class FanoutOutcome(StrEnum):
+    """What publishing decided for one subscription of the topic (the API's `fanout[].outcome`)."""
+
+    DELIVERY = "delivery_created"
+    PAUSED = "paused"  # a delivery, held until the subscription resumes
+    AWAITING_CONFIRMATION = "held_for_confirmation"  # a delivery, held until a changed endpoint confirms
+    FILTERED_OUT = "filtered_out"
+    NOT_CONFIRMED = "not_confirmed"
+    SUBSCRIBED_AFTER = "subscribed_after_publish"
+    PENDING = "fan_out_pending"  # a large fan-out's job has not written it yet
+    UNRECORDED = "not_recorded"  # published before decisions were recorded
+
+
 class DeadLetterReason(StrEnum):
     MAX_ATTEMPTS = "max_attempts"
     TTL_EXPIRED = "ttl_expired"

@@ -7,23 +7,22 @@ with its deliveries."""
 
 from django.db.models import OuterRef, Subquery
 
-from delivery.engine.fanout import Outcome
+from delivery.engine import lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.filter_policy import body_of, explain
-from delivery.rules.vocabulary import DeliveryStatus
+from delivery.rules.vocabulary import DeliveryStatus, FanoutOutcome
 from subscriptions.models import Subscription
 
-OUTCOMES = [Outcome.DELIVERY, Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION, Outcome.FILTERED_OUT,
-            Outcome.NOT_CONFIRMED, Outcome.SUBSCRIBED_AFTER, Outcome.PENDING, Outcome.UNRECORDED]
+OUTCOMES = [outcome.value for outcome in FanoutOutcome]
 
 
 def _skipped_index(message: Message) -> dict[int, tuple[str, str | None]]:
     """subscription id → (outcome, failing attribute) from the recorded decision."""
     recorded = message.fanout_skipped or {}
-    index = {sid: (Outcome.NOT_CONFIRMED, None) for sid in recorded.get(Outcome.NOT_CONFIRMED, [])}
-    for key, ids in (recorded.get(Outcome.FILTERED_OUT) or {}).items():
-        index.update({sid: (Outcome.FILTERED_OUT, key) for sid in ids})
-    for held in (Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION):
+    index = {sid: (FanoutOutcome.NOT_CONFIRMED, None) for sid in recorded.get(FanoutOutcome.NOT_CONFIRMED, [])}
+    for key, ids in (recorded.get(FanoutOutcome.FILTERED_OUT) or {}).items():
+        index.update({sid: (FanoutOutcome.FILTERED_OUT, key) for sid in ids})
+    for held in (FanoutOutcome.PAUSED, FanoutOutcome.AWAITING_CONFIRMATION):
         index.update({sid: (held, None) for sid in recorded.get(held, [])})
     return index
 
@@ -56,10 +55,10 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_statu
         return "dropped"
     if status == DeliveryStatus.IN_FLIGHT:
         return "being sent now"
-    if status == DeliveryStatus.WAITING:
+    if lifecycle.is_waiting(delivery):
         return (f"waiting for the earlier messages of ordering key {delivery.ordering_key!r} to be delivered or "
                 f"dead-lettered (ordered delivery)")
-    if delivery.next_attempt_at is None:
+    if lifecycle.is_held(delivery):
         if subscription_status == Subscription.Status.PAUSED:
             return "held: the subscription is paused"
         if subscription_status == Subscription.Status.PENDING_CONFIRMATION:
@@ -73,21 +72,21 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_statu
 
 def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> str:
     """What an operator can do about it, if anything (the admin's buttons and the API's actions)."""
-    if outcome == Outcome.FILTERED_OUT:
+    if outcome == FanoutOutcome.FILTERED_OUT:
         return "none needed; change the subscription's filter policy if it should match such messages"
-    if outcome == Outcome.NOT_CONFIRMED:
+    if outcome == FanoutOutcome.NOT_CONFIRMED:
         if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
             return "resend the confirmation request (the subscription's page); later messages are then delivered"
         return "none: the subscription is confirmed now; later messages are delivered"
-    if outcome == Outcome.SUBSCRIBED_AFTER:
+    if outcome == FanoutOutcome.SUBSCRIBED_AFTER:
         return "none: it receives messages published after it was created"
     if delivery is None or delivery.status in (DeliveryStatus.SUCCEEDED, DeliveryStatus.IN_FLIGHT):
         return ""
-    if delivery.status == DeliveryStatus.WAITING:
+    if lifecycle.is_waiting(delivery):
         return "see the earlier message of its ordering key that is still pending (the subscription's deliveries)"
     frozen = subscription.endpoint.state != "active"
     if delivery.status == DeliveryStatus.PENDING:
-        if delivery.next_attempt_at is None:
+        if lifecycle.is_held(delivery):
             if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
                 return "wait for the new endpoint to confirm, or resend the confirmation request (its page)"
             return ("resume the subscription" if subscription.status == Subscription.Status.PAUSED
@@ -99,19 +98,19 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
 
 
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
-    if outcome == Outcome.FILTERED_OUT:
+    if outcome == FanoutOutcome.FILTERED_OUT:
         return "filtered out: " + explain(
             subscription.filter_policy, message.attributes, key, scope=subscription.filter_policy_scope,
             body=body_of(message.payload, message.payload_is_text), event_types=subscription.event_types,
             event_type=message.event_type)
-    if outcome == Outcome.NOT_CONFIRMED:
+    if outcome == FanoutOutcome.NOT_CONFIRMED:
         since = (f"; confirmed since, at {subscription.confirmed_at:%Y-%m-%d %H:%M:%S}"
                  if subscription.confirmed_at and subscription.confirmed_at > message.published_at else "")
         return "the subscription was awaiting confirmation of its endpoint when the message was published" + since
-    if outcome == Outcome.SUBSCRIBED_AFTER:
+    if outcome == FanoutOutcome.SUBSCRIBED_AFTER:
         return (f"the subscription was created at {subscription.created_at:%Y-%m-%d %H:%M:%S}, after the message "
                 f"was published")
-    if outcome == Outcome.PENDING:
+    if outcome == FanoutOutcome.PENDING:
         return "the fan-out job has not created this delivery yet"
     return "no delivery exists and no decision was recorded (published before Herald recorded them)"
 
@@ -135,25 +134,25 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
                "endpoint_id": subscription.endpoint_id,
                "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state}
         if delivery is not None:
-            held = recorded if recorded in (Outcome.PAUSED, Outcome.AWAITING_CONFIRMATION) else None
+            held = recorded if recorded in (FanoutOutcome.PAUSED, FanoutOutcome.AWAITING_CONFIRMATION) else None
             state = delivery_state(delivery, last_attempts.get(delivery.last_attempt_id))
-            row.update(outcome=held or Outcome.DELIVERY,
-                       reason={Outcome.PAUSED: "paused at publish time; ",
-                               Outcome.AWAITING_CONFIRMATION: "its changed endpoint was awaiting confirmation at "
+            row.update(outcome=held or FanoutOutcome.DELIVERY,
+                       reason={FanoutOutcome.PAUSED: "paused at publish time; ",
+                               FanoutOutcome.AWAITING_CONFIRMATION: "its changed endpoint was awaiting confirmation at "
                                                               "publish time; "}.get(held, "")
                        + _delivery_reason(delivery, subscription.endpoint.state, subscription.status,
                                           state["last_error"]),
                        delivery=state)
             row["fix"] = fix(row["outcome"], delivery, subscription)
         else:
-            if recorded in (Outcome.FILTERED_OUT, Outcome.NOT_CONFIRMED):
+            if recorded in (FanoutOutcome.FILTERED_OUT, FanoutOutcome.NOT_CONFIRMED):
                 found = recorded
             elif subscription.created_at > message.published_at:
-                found = Outcome.SUBSCRIBED_AFTER
+                found = FanoutOutcome.SUBSCRIBED_AFTER
             elif message.fanout_pending:
-                found = Outcome.PENDING
+                found = FanoutOutcome.PENDING
             else:
-                found = Outcome.UNRECORDED
+                found = FanoutOutcome.UNRECORDED
             row.update(outcome=found, reason=_reason(found, subscription, message, key), delivery=None,
                        fix=fix(found, None, subscription))
         if outcome is None or row["outcome"] == outcome:

@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from rq import Worker
 
+from delivery.engine import lifecycle
 from delivery.engine.errors import ApplicationError
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeliveryStatus
@@ -99,7 +100,7 @@ def dead_letters_by_reason(queryset=None) -> dict[str, int]:
 
 def held_count() -> int:
     """Pending deliveries with no due time: paused subscription, or a disabled or frozen endpoint."""
-    return Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__isnull=True).count()
+    return lifecycle.held().count()
 
 
 def endpoints_by_state() -> dict[str, int]:

@@ -13,7 +13,7 @@ from delivery.engine.confirmation import confirmation_request
 from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
-from delivery.rules import client_certificates, delivery_headers, filter_policy
+from delivery.rules import client_certificates, delivery_headers, subscription_rules
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.admin_buttons import Button, ButtonsMixin
@@ -83,13 +83,13 @@ class PolicyValidatingForm(forms.ModelForm):
         return document or None
 
     def clean(self):
-        """Filters edited here are checked like API writes (the policy against its scope, the event types)."""
+        """A subscription edited here is held to the rules API writes are held to (subscription_rules)."""
         data = super().clean()
-        if "filter_policy" in self.fields:
-            found = filter_policy.problems(policy=data.get("filter_policy"), event_types=data.get("event_types"),
-                                           scope=data.get("filter_policy_scope") or filter_policy.ATTRIBUTES)
-            for name, reason in found.items():
-                self.add_error(name, reason)
+        if isinstance(self.instance, Subscription):
+            changes = {name: data[name] for name in self.changed_data if name in data}
+            for name, reason in subscription_rules.problems(subscription_rules.stored(self.instance),
+                                                            changes).items():
+                self.add_error(name if name in self.fields else None, reason)
         return data
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
-from delivery.rules import client_certificates, delivery_headers, signing
+from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
 from delivery.rules import filter_policy as filters
 from delivery.web.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
@@ -137,13 +137,12 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
 
     def validate(self, data):
         data = super().validate(data)
-        self._check_filters(data)
+        current = subscription_rules.stored(self.instance) if self.instance is not None else {}
+        raise_problems(subscription_rules.problems(current, data))
+        if "event_types" in data:
+            data["event_types"] = data["event_types"] or []
         if "delivery_headers" in data:
             data["delivery_headers"] = self._stored_headers(data)
-        raw = data.get("raw_message_delivery", getattr(self.instance, "raw_message_delivery", False))
-        if raw and data.get("max_events_per_batch", getattr(self.instance, "max_events_per_batch", 1)) > 1:
-            raise serializers.ValidationError({"max_events_per_batch": [
-                "batches are CloudEvents batches; they cannot be combined with raw_message_delivery"]})
         if "client_certificate" in data or "client_key" in data:
             certificate, key = data.get("client_certificate", ""), data.get("client_key", "")
             if certificate or key:
@@ -154,26 +153,15 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
                 data["client_certificate_expires_at"] = info.not_after
             else:
                 data.update(client_certificate="", client_key="", client_certificate_expires_at=None)
-        credentials = ("oauth_token_url", "oauth_client_id", "oauth_client_secret")
+        credentials = subscription_rules.OAUTH_CREDENTIALS
         if any(name in data for name in credentials):
-            given = {name: data.get(name, "") for name in credentials}
-            if any(given.values()):
-                missing = [name for name, value in given.items() if not value]
-                if missing:
-                    raise serializers.ValidationError(
-                        {missing[0]: ["give the token URL, client id and client secret together, or none"]})
+            if not any({**current, **data}.get(name) for name in credentials):  # all three removed
+                data.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
+            elif "oauth_token_url" in data:
                 try:
-                    data["oauth_token_url"] = subscribing.checked_url(given["oauth_token_url"], "oauth_token_url")
+                    data["oauth_token_url"] = subscribing.checked_url(data["oauth_token_url"], "oauth_token_url")
                 except ApplicationError as exc:
                     raise serializers.ValidationError(exc.as_payload()) from None
-            else:
-                data.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
-        if data.get("oauth_token_url") and "delivery_headers" not in data:  # OAuth2 added to stored headers
-            stored = getattr(self.instance, "delivery_headers", None) or []
-            if any(header["name"].lower() == "authorization" for header in stored):
-                raise serializers.ValidationError({"delivery_headers": [
-                    "has an Authorization header, which OAuth2 sets itself: remove it from delivery_headers in the "
-                    "same request that adds oauth_token_url"]})
         return data
 
     def get_effective_delivery_policy(self, obj) -> dict:
@@ -207,16 +195,6 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
                 kept = header["value"] is None
                 header["value"] = stored[header["name"].lower()] if kept else encrypt(header["value"])
         return checked
-
-    def _check_filters(self, data) -> None:
-        """The filter policy against its scope (either may change alone), and the event-type filter."""
-        policy = None
-        if "filter_policy" in data or "filter_policy_scope" in data:
-            policy = data.get("filter_policy", getattr(self.instance, "filter_policy", None))
-        scope = data.get("filter_policy_scope", getattr(self.instance, "filter_policy_scope", filters.ATTRIBUTES))
-        raise_problems(filters.problems(policy=policy, scope=scope, event_types=data.get("event_types")))
-        if "event_types" in data:
-            data["event_types"] = data["event_types"] or []
 
     def validate_topic(self, topic):
         request = self.context["request"]

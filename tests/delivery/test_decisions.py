@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delivery.rules.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Outcome, decide, parse_retry_after
+from delivery.rules.decisions import DEAD_LETTER, DROP, RETRY, SUCCEED, Answer, decide, parse_retry_after
 from delivery.rules.policy import parse
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -16,7 +16,7 @@ RNG = random.Random(7)
 
 def after(policy, attempt, status=500, now=T0, published=T0, retry_after=None, rng=RNG):
     return decide(parse(policy), attempt_number=attempt, published_at=published, now=now, rng=rng,
-                  outcome=Outcome(status=status, retry_after=retry_after))
+                  answer=Answer(status=status, retry_after=retry_after))
 
 
 def test_any_2xx_succeeds():

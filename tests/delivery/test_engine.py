@@ -61,10 +61,10 @@ def test_gate_by_endpoint_state(three, state, expected):
     if expected == "sent":
         assert len(allowed) == 3 and not updates and not probes
     elif expected == "held":
-        assert allowed == [] and updates == {i: transitions.held() for i in three}
+        assert allowed == [] and updates == {i: transitions.on_hold() for i in three}
     else:  # one probe per disabled endpoint per interval; the rest are held
         assert [d.id for d, _ in allowed] == [three[0]] and probes == {three[0]}
-        assert updates == {i: transitions.held() for i in three[1:]}
+        assert updates == {i: transitions.on_hold() for i in three[1:]}
         assert attempts.gated(ready[1:], {}, now)[0] == []  # the slot is taken until the next interval
 
 
@@ -102,7 +102,7 @@ def test_record_writes_attempts_deliveries_and_endpoint_health_together(three):
     failed = SendResult(status=503, duration_ms=4, started_at=now.timestamp(), error_class="http_status")
     tries = [recording.Tried(claimed[0], subscription_policy(claimed[0].subscription), 1, None, ok, "deliveries"),
              recording.Tried(claimed[1], subscription_policy(claimed[1].subscription), 1, None, failed, "deliveries")]
-    untried = {claimed[2].id: transitions.held()}
+    untried = {claimed[2].id: transitions.on_hold()}
 
     recording.record(claimed, tries, untried, set())
 

@@ -130,11 +130,11 @@ def test_decide_records_each_kind_and_the_failing_attribute():
                      C(7, 16, "confirmed", {"customer": {"tier": ["gold"]}}, "MessageBody"),
                      C(8, 17, "confirmed", {"customer": {"tier": ["silver"]}}, "MessageBody")]
     facts = fanout.Facts({"a": "y", "b": 2}, "invoice.paid", {"customer": {"tier": "gold"}})
-    chosen, skipped = fanout.decide(subscriptions, facts)
+    chosen, skipped = fanout.choose(subscriptions, facts)
     assert [c.id for c in chosen] == [1, 3, 7]
     assert skipped == {"filtered_out": {"a": [2], "b": [5], "(event type)": [6], "customer.tier": [8]},
                        "not_confirmed": [4], "paused": [3]}
-    assert fanout.decide([C(1, 10, "confirmed")], fanout.Facts({})) == ([C(1, 10, "confirmed")], {})
+    assert fanout.choose([C(1, 10, "confirmed")], fanout.Facts({})) == ([C(1, 10, "confirmed")], {})
 
 
 @pytest.mark.parametrize("policy, attributes, key, text", [

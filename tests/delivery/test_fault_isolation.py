@@ -262,7 +262,7 @@ def test_a_worker_keeps_running_through_a_redis_restart_mid_job(api, receiver, p
 @pytest.mark.django_db(transaction=True)
 def test_a_row_held_while_its_endpoint_recovered_is_released_by_the_reconciler(three):
     # A worker read the endpoint as disabled and held the rows; meanwhile a probe elsewhere made it active again.
-    Delivery.objects.update(**transitions.held())
+    Delivery.objects.update(**transitions.on_hold())
     assert Endpoint.objects.get().state == "active"
     now = timezone.now()
 
@@ -270,7 +270,7 @@ def test_a_row_held_while_its_endpoint_recovered_is_released_by_the_reconciler(t
 
     assert set(Delivery.objects.values_list("next_attempt_at", flat=True)) == {now}
     Endpoint.objects.update(state="frozen")
-    Delivery.objects.update(**transitions.held())
+    Delivery.objects.update(**transitions.on_hold())
     assert dispatch.reconcile(now)["stranded_held"] == 0  # held for a reason: it stays held
 
 

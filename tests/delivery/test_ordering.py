@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from delivery.engine import dispatch, ordering, recovery
+from delivery.engine import dispatch, lifecycle, recovery
 from delivery.engine.publishing import Entry, message_publish_batch
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Subscription, Topic
@@ -140,7 +140,7 @@ def test_the_reconciler_releases_a_key_left_without_a_head(api, receiver):
     assert dispatch.reconcile()["ordering_keys"] == 1
     assert list(Delivery.objects.filter(subscription_id=subscription["id"]).order_by("id")
                 .values_list("status", flat=True)) == ["succeeded", "pending", "waiting"]
-    assert ordering.release_stranded() == 0  # the key has its head now
+    assert lifecycle.release_stranded_keys() == 0  # the key has its head now
 
 
 def test_messages_without_a_key_are_not_ordered(api, receiver, redis_conn):

@@ -1,4 +1,4 @@
-"""Each delivery transition sets every field it implies, and says whether the scheduler must plan for it."""
+"""Each delivery transition sets every field it implies (what follows it is the lifecycle's: test_lifecycle)."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -19,7 +19,6 @@ def test_a_try_that_succeeded():
     changes = transitions.attempted(delivery(), Decision(SUCCEED, "success"), now=NOW)
     assert changes == {"status": "succeeded", "delivered_at": NOW, "finished_at": NOW, "next_attempt_at": None,
                        "lease_until": None, "attempt_count": 3, "last_attempt_at": NOW}
-    assert not transitions.wakes_scheduler(changes)
 
 
 def test_a_try_that_will_be_retried():
@@ -28,7 +27,6 @@ def test_a_try_that_will_be_retried():
                                     Decision(RETRY, "retryable_failure", next_attempt_at=at), now=NOW)
     assert changes == {"status": "pending", "next_attempt_at": at, "lease_until": None,
                        "attempt_count": 1, "last_attempt_at": NOW, "first_attempt_at": NOW}
-    assert transitions.wakes_scheduler(changes)
 
 
 def test_a_try_that_ends_it():
@@ -39,16 +37,14 @@ def test_a_try_that_ends_it():
                     "last_attempt_at": NOW}
     dropped = transitions.decided(Decision(DROP, "retryable_failure", reason="ttl_expired"), now=NOW)
     assert dropped["status"] == "dropped" and dropped["dead_letter_reason"] == "ttl_expired"
-    assert not transitions.wakes_scheduler(dead) and not transitions.wakes_scheduler(dropped)
 
 
 def test_hold_defer_release():
-    assert transitions.held() == {"status": "pending", "next_attempt_at": None, "lease_until": None}
-    assert not transitions.wakes_scheduler(transitions.held())
+    assert transitions.on_hold() == {"status": "pending", "next_attempt_at": None, "lease_until": None}
     later = NOW + timedelta(seconds=1)
     assert transitions.deferred(later) == {"status": "pending", "next_attempt_at": later, "lease_until": None}
-    assert transitions.wakes_scheduler(transitions.deferred(later))
     assert transitions.released(now=NOW) == {"next_attempt_at": NOW}
+    assert transitions.next_in_line(now=NOW) == {"status": "pending", "next_attempt_at": NOW}
 
 
 def test_claim_and_queue_bookkeeping():

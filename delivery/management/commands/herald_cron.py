@@ -21,7 +21,7 @@ log = logging.getLogger("herald.cron")
 
 
 class Command(BaseCommand):
-    help = "Run Herald's dispatcher, reconciler and retention ticks until stopped."
+    help = "Run Herald's scheduler: dispatch, reconcile and retention ticks until stopped."
 
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="Run one tick of everything and exit.")
