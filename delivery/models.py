@@ -5,7 +5,6 @@ from django.db import models
 from django.db.models import Q
 
 from delivery.rules.vocabulary import (
-    TERMINAL,
     UNFINISHED,
     AttemptOutcome,
     AttemptQueue,
@@ -60,16 +59,12 @@ class Message(models.Model):
 class Delivery(models.Model):
     """One (message, subscription) pair and where it stands."""
 
-    Status = DeliveryStatus
-
     DeadLetterReason = DeadLetterReason
-
-    TERMINAL = TERMINAL
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
-    status = models.CharField(max_length=16, choices=choices(DeliveryStatus), default=Status.PENDING)
+    status = models.CharField(max_length=16, choices=choices(DeliveryStatus), default=DeliveryStatus.PENDING)
     attempt_count = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     first_attempt_at = models.DateTimeField(null=True, blank=True)

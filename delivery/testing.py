@@ -19,7 +19,7 @@ production) but asks for no pump and no fan-out job: nothing is sent and Redis i
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from delivery.engine import fanout, publishing, queues
+from delivery.engine import publishing
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,11 @@ def capture_events():
             payload=message.payload, attributes=dict(message.attributes), message_id=str(message.id),
             deliveries=deliveries))
 
-    saved = queues.pump_after_commit, fanout.enqueue_fan_out
     publishing.OBSERVERS.append(observe)
-    queues.pump_after_commit = publishing.pump_after_commit = lambda *args, **kwargs: None
-    fanout.enqueue_fan_out = lambda *args, **kwargs: None
+    quiet = publishing.capturing.set(True)
     try:
         yield outbox
     finally:
         publishing.OBSERVERS.remove(observe)
-        queues.pump_after_commit = publishing.pump_after_commit = saved[0]
-        fanout.enqueue_fan_out = saved[1]
+        publishing.capturing.reset(quiet)
 

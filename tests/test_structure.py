@@ -9,6 +9,7 @@
 (docs/architecture.md, "Rules for contributors")."""
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,3 +106,30 @@ def test_rules_are_pure():
               for target, _ in imports(MODULES[name], top_level_only=True)
               if target.split(".")[0] in ("django", "rest_framework", "django_rq", "redis", "requests", "rq")]
     assert impure == []
+
+
+# The one door for a delivery's state (delivery/engine/lifecycle.py, with transitions.py its field changes): nothing
+# else writes a delivery's status or spells the states no column names alone. `leases.py` writes under the lease
+# (its claim and its guarded write-back), the one other writer the door allows.
+DOOR = {"delivery/engine/lifecycle.py", "delivery/engine/transitions.py",
+        "delivery/rules/vocabulary.py"}  # where the words themselves are defined
+STATE_SPELLINGS = {
+    "held spelled out": re.compile(r"next_attempt_at(__isnull| is None| is not None)"),
+    "waiting spelled out": re.compile(r"Status\.WAITING|status=[\"']waiting[\"']"),
+    "a status write": re.compile(r"\.update\([^)]*\b(status|next_attempt_at|lease_until)\s*=|\*\*transitions\.|"
+                                 r"[\"'](status|next_attempt_at)[\"']\s*:\s*(Delivery\.Status|DeliveryStatus|Status)\."),
+}
+WRITES_UNDER_THE_LEASE = {"delivery/engine/leases.py"}
+
+
+def test_a_deliverys_state_changes_only_through_the_door():
+    found = []
+    for name, path in MODULES.items():
+        where = str(path.relative_to(ROOT))
+        if where in DOOR or not name.startswith("delivery"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for what, pattern in STATE_SPELLINGS.items():
+                if pattern.search(line) and not (what == "a status write" and where in WRITES_UNDER_THE_LEASE):
+                    found.append(f"{where}:{number}: {what}: {line.strip()}")
+    assert found == []

@@ -124,10 +124,13 @@ def queue_label(delivery: Delivery) -> str:
     return AttemptQueue.DELIVERIES if delivery.attempt_count == 0 else AttemptQueue.RETRIES
 
 
-def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> tuple[dict, set[int]]:
+def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
+          transport=None) -> tuple[dict, set[int]]:
     """Decide what each claimed row needs, hand the sends to the transport and record the rest (held, deferred,
     expired, failed to prepare) at once. Returns ({future: Sending}, probe ids). `label` is what the attempts
-    record as their queue; None means by the row (first attempt or retry)."""
+    record as their queue; None means by the row (first attempt or retry). `transport`: the process's
+    (`sender.submit`) unless given."""
+    submit = transport.submit if transport is not None else sender.submit
     updates: dict[int, dict] = {}
     failed: list[Tried] = []
     futures: dict = {}
@@ -141,13 +144,13 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None) -> 
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
-            sent = sender.submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id, start_by=deadline)
+            sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id, start_by=deadline)
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
                 journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
                 futures[future] = Sending(delivery, policy, number, request, queue, len(unit))
-        recording.record(claimed, failed, updates, probes)
+        recording.record(claimed, failed, updates, probes, now)
     except Exception:
         log.exception("starting %d claimed deliveries failed; settling them", len(claimed))
         settle(futures, failed, claimed)
@@ -169,7 +172,7 @@ def finish(done, futures: dict, probes: set[int], now) -> int:
         else:
             tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
                                sending.queue))
-    recording.record(deliveries, tries, unsent, probes)
+    recording.record(deliveries, tries, unsent, probes, now)
     for future in done:
         del futures[future]
     return len(tries)

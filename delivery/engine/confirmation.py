@@ -50,16 +50,17 @@ def current_token(subscription: Subscription) -> str:
                        algorithm="sha256").hexdigest()
 
 
-def confirmation_request(*, subscription: Subscription) -> None:
+def confirmation_request(*, subscription: Subscription, now=None) -> None:
     """Issue a fresh token and send the confirmation event after the transaction commits."""
-    subscription.confirmation_expires_at = timezone.now() + TOKEN_LIFETIME
+    subscription.confirmation_expires_at = (now or timezone.now()) + TOKEN_LIFETIME
     subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.save(update_fields=["confirmation_token_hash", "confirmation_expires_at", "updated_at"])
     queue = django_rq.get_queue(AttemptQueue.DELIVERIES)
     transaction.on_commit(lambda: queue.enqueue(send_confirmation_request, subscription.id, result_ttl=0))
 
 
-def subscription_confirm(*, token: str, subscription: Subscription | None = None) -> Subscription:
+def subscription_confirm(*, token: str, subscription: Subscription | None = None, now=None) -> Subscription:
+    now = now or timezone.now()
     candidates = Subscription.objects.filter(confirmation_token_hash=token_hash(token or ""))
     if subscription is not None:
         candidates = candidates.filter(id=subscription.id)
@@ -68,11 +69,11 @@ def subscription_confirm(*, token: str, subscription: Subscription | None = None
         raise ApplicationError("This confirmation token is not valid.", field="token", status_code=400)
     if found.status == Subscription.Status.CONFIRMED:
         return found
-    if found.confirmation_expires_at is None or found.confirmation_expires_at < timezone.now():
+    if found.confirmation_expires_at is None or found.confirmation_expires_at < now:
         raise ApplicationError("This confirmation token has expired; ask for a new one.", field="token")
     with transaction.atomic():
         found.status = Subscription.Status.CONFIRMED
-        found.confirmed_at = timezone.now()
+        found.confirmed_at = now
         found.confirmation_token_hash = ""
         found.save(update_fields=["status", "confirmed_at", "confirmation_token_hash", "updated_at"])
         # What was held while a changed endpoint confirmed goes out now (endpoint health and throttles still apply).
@@ -80,25 +81,26 @@ def subscription_confirm(*, token: str, subscription: Subscription | None = None
     return found
 
 
-def send_confirmation_request(subscription_id: int) -> str:
+def send_confirmation_request(subscription_id: int, now=None) -> str:
     """The RQ job: send the confirmation event; a 2xx answer with the token confirms at once."""
+    now = now or timezone.now()
     subscription = Subscription.objects.select_related("topic", "endpoint").filter(id=subscription_id).first()
     if subscription is None or subscription.status != Subscription.Status.PENDING_CONFIRMATION:
         return "not pending"
-    if subscription.confirmation_expires_at is None or subscription.confirmation_expires_at < timezone.now():
+    if subscription.confirmation_expires_at is None or subscription.confirmation_expires_at < now:
         return "token expired"
     token = current_token(subscription)
     envelope = wire.Envelope(
         message_id=str(uuid.uuid4()), topic_name=subscription.topic.name, event_type=EVENT_TYPE, subject="",
-        published_at=timezone.now(), payload={"subscription_id": subscription.id, "token": token,
+        published_at=now, payload={"subscription_id": subscription.id, "token": token,
                                               "confirm_url": confirm_url(token)},
         payload_is_text=False, subscription_id=subscription.id, url=subscription.endpoint.url, raw=False,
-        secrets=subscription.signing_secrets(timezone.now()), user_agent=f"Herald/{VERSION}",
+        secrets=subscription.signing_secrets(now), user_agent=f"Herald/{VERSION}",
         client_certificate=subscription.client_credentials(),
     )
     # No OAuth2 bearer: the handshake is what asks for consent, so nothing goes to the token URL before it is
     # answered (an endpoint that insists on a bearer confirms through the link or the API instead).
-    request = wire.build_request(envelope, attempt_number=1, now=timezone.now())
+    request = wire.build_request(envelope, attempt_number=1, now=now)
     result = sender.send(request, timeout=30)
     if not result.ok:
         log.info("confirmation for subscription %s: endpoint answered %s %s", subscription_id, result.status,

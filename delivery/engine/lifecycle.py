@@ -22,6 +22,7 @@ status write is a function here.
 """
 
 from django.db import transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from delivery.engine import announce, ordering, transitions
@@ -196,8 +197,17 @@ def release_next(finished_ids, *, now) -> int:
     return sum(_release_head(subscription_id, key, now) for _, subscription_id, key in keys)
 
 
+def next_in_line(subscription_id: int, key: str) -> int | None:
+    """Under the key's lock: the waiting delivery that is the key's next head, or None when the key still has its
+    head (a pending or in-flight delivery, e.g. a redriven older message) or nothing waits."""
+    rows = Delivery.objects.filter(subscription_id=subscription_id, ordering_key=key)
+    if rows.filter(status__in=(Status.PENDING, Status.IN_FLIGHT)).exists():
+        return None
+    return rows.filter(status=Status.WAITING).aggregate(first=Min("id"))["first"]
+
+
 def _release_head(subscription_id: int, key: str, now) -> int:
-    head = ordering.next_in_line(subscription_id, key)
+    head = next_in_line(subscription_id, key)
     if head is None:
         return 0
     released = waiting(id=head).update(**transitions.next_in_line(now=now))
@@ -212,7 +222,9 @@ def release_heads(subscription_id: int | None = None, *, now=None, limit: int = 
     it as the safety net for a key left without a head."""
     now = now or timezone.now()
     released = 0
-    for topic_id, key_subscription, key in ordering.waiting_keys(subscription_id, limit):
+    rows = waiting() if subscription_id is None else waiting(subscription_id=subscription_id)
+    keys = rows.values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct()[:limit]
+    for topic_id, key_subscription, key in list(keys):
         with transaction.atomic():
             ordering.lock([(topic_id, key)])
             released += _release_head(key_subscription, key, now)

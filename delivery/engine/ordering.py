@@ -14,18 +14,15 @@ a key without a head.
 Different keys are independent rows: a failing key retries (or waits for its endpoint) without holding back any
 other key, and deliveries without a key, or of subscriptions without ordering, never touch any of this.
 
-This module only reads and locks; every change of state is the lifecycle's.
+This module only reads and locks; every change of state, and the spelling of `waiting`, is the lifecycle's.
 """
 
 import zlib
 
 from django.db import connection
-from django.db.models import Min
 
 from delivery.models import Delivery
-from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
-
-HEADED = (DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT)  # a key with one of these has its head
+from delivery.rules.vocabulary import UNFINISHED
 
 
 def lock(pairs) -> None:
@@ -51,21 +48,3 @@ def keys_of(delivery_ids) -> list[tuple[int, int, str]]:
     """(topic id, subscription id, key) of each distinct ordering key among `delivery_ids`."""
     return list(Delivery.objects.filter(id__in=delivery_ids, ordering_key__isnull=False)
                 .values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct())
-
-
-def waiting_keys(subscription_id: int | None, limit: int) -> list[tuple[int, int, str]]:
-    """(topic id, subscription id, key) of keys with waiting deliveries (of one subscription, or of all). Reads
-    only waiting rows (a partial index holds the unfinished keyed ones)."""
-    rows = Delivery.objects.filter(status=DeliveryStatus.WAITING)
-    if subscription_id is not None:
-        rows = rows.filter(subscription_id=subscription_id)
-    return list(rows.values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct()[:limit])
-
-
-def next_in_line(subscription_id: int, key: str) -> int | None:
-    """Under the key's lock: the waiting delivery that is the key's next head, or None when the key still has its
-    head (a pending or in-flight delivery, e.g. a redriven older message) or nothing waits."""
-    rows = Delivery.objects.filter(subscription_id=subscription_id, ordering_key=key)
-    if rows.filter(status__in=HEADED).exists():
-        return None
-    return rows.filter(status=DeliveryStatus.WAITING).aggregate(first=Min("id"))["first"]

@@ -11,6 +11,7 @@ so a key's race or conflict concerns that entry alone.
 
 import hashlib
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -27,6 +28,9 @@ IDEMPOTENCY_WINDOW = timedelta(hours=24)
 # Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
 # is one; empty in production.
 OBSERVERS: list = []
+# While true (delivery.testing's outbox), messages and deliveries are written but nothing is sent: no pump is asked
+# for and no fan-out job queued.
+capturing: ContextVar[bool] = ContextVar("herald_capturing", default=False)
 Published = tuple[Message, int, bool]  # (message, deliveries, created)
 
 
@@ -133,11 +137,13 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
         for message, chosen, waiting in zip(messages, chosen_for, waiting_for, strict=True):
             for observer in OBSERVERS:
                 observer(message, len(chosen))
-            if message.fanout_pending:  # answer now; a job writes the deliveries
-                transaction.on_commit(lambda message_id=message.id: fanout.enqueue_fan_out(message_id))
-            else:
+            if not message.fanout_pending:
                 deliveries += fanout.build(message, chosen, waiting)
-        lifecycle.created(Delivery.objects.bulk_create(deliveries, batch_size=1000))
+            elif not capturing.get():  # answer now; a job writes the deliveries
+                transaction.on_commit(lambda message_id=message.id: fanout.enqueue_fan_out(message_id))
+        created = Delivery.objects.bulk_create(deliveries, batch_size=1000)
+        if not capturing.get():
+            lifecycle.created(created)
     return [(message, len(chosen), True) for message, chosen in zip(messages, chosen_for, strict=True)]
 
 

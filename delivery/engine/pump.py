@@ -33,10 +33,11 @@ CLAIM_BATCH = 64
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
-def run(queue_name: str) -> int:
-    """Deliver until nothing is due and nothing is in flight; returns how many requests were sent."""
+def run(queue_name: str, *, transport=None, clock=timezone.now) -> int:
+    """Deliver until nothing is due and nothing is in flight; returns how many requests were sent. `transport`:
+    the process's (sender.transport()) unless given; `clock`: what tells the time it claims and records at."""
     queues.pump_started(queue_name)
-    transport = sender.transport()
+    transport = transport or sender.transport()
     per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
     claim_until = time.monotonic() + herald.PUMP_SECONDS
     futures: dict = {}
@@ -57,7 +58,8 @@ def run(queue_name: str) -> int:
                     look, seen = latest != seen, latest  # new work was announced: look at once
                 if look:
                     last_look = time.monotonic()
-                    taken, more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint)
+                    taken, more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint,
+                                                      transport=transport, now=clock())
                     # A full claim may be followed at once while little is in flight (a cold start, a slow
                     # endpoint's backlog); beyond that, claims follow completions.
                     freed = taken == CLAIM_BATCH and transport.pending < 2 * CLAIM_BATCH
@@ -65,7 +67,7 @@ def run(queue_name: str) -> int:
                 claim_next = freed and more_due and claiming and free > 0
                 done = attempts.next_group(list(futures), timeout=0 if claim_next else WATCH_SECONDS * 5)
                 if done:
-                    sent += attempts.finish(done, futures, probes, timezone.now())
+                    sent += attempts.finish(done, futures, probes, clock())
                     freed = True
                 continue
             if more_due and claiming:
@@ -86,15 +88,16 @@ def run(queue_name: str) -> int:
     return sent
 
 
-def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int) -> tuple[int, bool]:
-    """Claim what is due (within each endpoint's room) and start it; (rows claimed, whether more may be due)."""
+def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: int, *, transport,
+                    now) -> tuple[int, bool]:
+    """Claim what is due at `now` (within each endpoint's room) and start it; (rows claimed, whether more may be
+    due)."""
     in_flight: Counter = Counter()  # requests per endpoint (a batch's rows share one)
     for sending in futures.values():
         in_flight[sending.delivery.endpoint_id] += sending.weight
-    now = timezone.now()
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
     if claimed:
-        started, started_probes = attempts.start(claimed, None, now,
+        started, started_probes = attempts.start(claimed, None, now, transport=transport,
                                                  start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)
         futures.update(started)
         probes |= started_probes

@@ -22,6 +22,7 @@ from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
 from delivery.rules.storable import clean_text
+from delivery.rules.vocabulary import DeliveryStatus
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
 
@@ -107,8 +108,10 @@ def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], s
     return changes, attempts, gone
 
 
-def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int]) -> None:
-    """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired)."""
+def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int],
+           now=None) -> None:
+    """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired);
+    `now` is when the endpoints' health counts them."""
     if not tries and not untried:
         return
     changes, attempts, gone = outcomes(tries)
@@ -121,7 +124,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
     log_attempts([t for t in tries if t.delivery.id in written], changes)
-    record_health([t for t in tries if t.delivery.id in written], gone, probes)
+    record_health([t for t in tries if t.delivery.id in written], gone, probes, now or timezone.now())
 
 
 def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
@@ -135,9 +138,9 @@ def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
 
 def what_next(changes: dict) -> str:
     status = changes.get("status")
-    if status == Delivery.Status.PENDING:
+    if status == DeliveryStatus.PENDING:
         return f"retry at {changes['next_attempt_at'].isoformat()}"
-    if status in (Delivery.Status.DEAD_LETTERED, Delivery.Status.DROPPED):
+    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
         return f"{status} ({changes.get('dead_letter_reason', '')})"
     return str(status)
 
@@ -183,7 +186,7 @@ def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set
     return written
 
 
-def record_health(tries: list[Tried], gone: set[int], probes: set[int]) -> None:
+def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> None:
     """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's. A
     request counts once, so one failed batch is one failure, not one per event."""
     by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
@@ -196,7 +199,6 @@ def record_health(tries: list[Tried], gone: set[int], probes: set[int]) -> None:
                 counted.add(id(tried.request))
         seen["gone"] |= tried.delivery.id in gone
         seen["probe"] |= tried.delivery.id in probes
-    now = timezone.now()
     for endpoint_id, seen in by_endpoint.items():
         try:
             health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from delivery.conf import herald
 from delivery.models import Attempt, Delivery, Message
+from delivery.rules.vocabulary import TERMINAL
 from subscriptions.models import Topic
 
 BATCH = 1000
@@ -35,7 +36,7 @@ def purge(now=None) -> dict:
         topics = Topic.objects.filter(message_retention_days=days) if days else Topic.objects.filter(
             message_retention_days__isnull=True)
         deliveries += _purge_in_batches(Delivery.objects.filter(
-            status__in=Delivery.TERMINAL, finished_at__lt=cutoff, message__topic__in=topics))
+            status__in=TERMINAL, finished_at__lt=cutoff, message__topic__in=topics))
         messages += _purge_in_batches(Message.objects.filter(
             topic__in=topics, published_at__lt=cutoff, deliveries__isnull=True))
     return {"attempts": attempts, "deliveries": deliveries, "messages": messages}

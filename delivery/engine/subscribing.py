@@ -148,7 +148,7 @@ def subscription_create(
     return subscription, subscription.secret
 
 
-def subscription_update(*, subscription: Subscription, **changes) -> Subscription:
+def subscription_update(*, subscription: Subscription, now=None, **changes) -> Subscription:
     """Apply the changes. A new signature scheme brings a new secret or key of that scheme; the old one keeps
     signing beside it for the rotation's grace period, so receivers can switch without failing a request.
 
@@ -157,6 +157,7 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
     check_rules(subscription_rules.stored(subscription), changes)
+    now = now or timezone.now()
     scheme = changes.pop("signature_scheme", None)
     if scheme is not None and scheme != subscription.signature_scheme:
         subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
@@ -185,7 +186,7 @@ def subscription_update(*, subscription: Subscription, **changes) -> Subscriptio
             lifecycle.hold(subscription=subscription)
             confirmation_request(subscription=subscription)
         if unordered:  # what waited for its turn is due now
-            lifecycle.release_ordered(subscription.id, now=timezone.now())
+            lifecycle.release_ordered(subscription.id, now=now)
     return subscription
 
 

@@ -7,6 +7,7 @@ from django.utils.html import format_html
 
 from delivery.engine import recovery
 from delivery.models import Attempt, Delivery, Message
+from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import fanout_report
 from delivery.web.admin_buttons import Button, ButtonsMixin
 from delivery.web.subscription_admin import endpoint_link, run_service
@@ -109,10 +110,10 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
     readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
     buttons = (
         Button("retry", "Retry now", retry_delivery,
-               shown=lambda d: d.status in (Delivery.Status.PENDING, Delivery.Status.DEAD_LETTERED,
-                                            Delivery.Status.DROPPED),
+               shown=lambda d: d.status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD_LETTERED,
+                                            DeliveryStatus.DROPPED),
                title="Attempt it now (recorded as a manual attempt); a dead letter gets a fresh budget."),
-        Button("stop", "Stop retrying", stop_delivery, shown=lambda d: d.status == Delivery.Status.PENDING,
+        Button("stop", "Stop retrying", stop_delivery, shown=lambda d: d.status == DeliveryStatus.PENDING,
                title="Dead-letter it (reason: manual)."),
     )
 

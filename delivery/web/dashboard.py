@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from delivery.models import Attempt, Delivery
 from delivery.rules import client_certificates
-from delivery.rules.vocabulary import AttemptOutcome
+from delivery.rules.vocabulary import AttemptOutcome, DeliveryStatus
 from delivery.web import selectors
 from subscriptions.models import Endpoint, Subscription
 from subscriptions.states import EndpointState
@@ -74,9 +74,9 @@ def dashboard(request):
         "dead_total": sum(dead_by_reason.values()),
         "dead_by_reason": dead_by_reason,
         "recent_failures": Delivery.objects.filter(
-            Q(status=Delivery.Status.DEAD_LETTERED) | Q(status=Delivery.Status.PENDING, attempt_count__gt=0))
+            Q(status=DeliveryStatus.DEAD_LETTERED) | Q(status=DeliveryStatus.PENDING, attempt_count__gt=0))
         .select_related("endpoint", "subscription__topic").order_by("-last_attempt_at")[:15],
-        "pending_retries": Delivery.objects.filter(status=Delivery.Status.PENDING, attempt_count__gt=0).count(),
+        "pending_retries": Delivery.objects.filter(status=DeliveryStatus.PENDING, attempt_count__gt=0).count(),
         "held": selectors.held_count(),
         "queues": queues(),
         "expiring_certificates": Subscription.objects.filter(

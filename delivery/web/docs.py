@@ -16,7 +16,7 @@ SCHEMA = {
     "VERSION": VERSION,
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "DeliveryStatusEnum": "delivery.models.Delivery.Status",
+        "DeliveryStatusEnum": "delivery.models.DeliveryStatus",
         "SubscriptionStatusEnum": "subscriptions.models.Subscription.Status",
     },
 }

@@ -48,14 +48,14 @@ def percentile(sorted_values: list[float], fraction: float) -> float | None:
 def _summarize(deliveries, attempts, published: int, window: timedelta) -> dict:
     counts = deliveries.aggregate(
         matched=Count("id"),
-        succeeded=Count("id", filter=Q(status=Delivery.Status.SUCCEEDED)),
-        dead_lettered=Count("id", filter=Q(status=Delivery.Status.DEAD_LETTERED)),
-        dropped=Count("id", filter=Q(status=Delivery.Status.DROPPED)),
-        pending=Count("id", filter=Q(status__in=[Delivery.Status.PENDING, Delivery.Status.IN_FLIGHT])),
+        succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCEEDED)),
+        dead_lettered=Count("id", filter=Q(status=DeliveryStatus.DEAD_LETTERED)),
+        dropped=Count("id", filter=Q(status=DeliveryStatus.DROPPED)),
+        pending=Count("id", filter=Q(status__in=[DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT])),
     )
     latencies = sorted(
         (delivered - published_at).total_seconds() * 1000
-        for delivered, published_at in deliveries.filter(status=Delivery.Status.SUCCEEDED)
+        for delivered, published_at in deliveries.filter(status=DeliveryStatus.SUCCEEDED)
         .values_list("delivered_at", "message__published_at")[:LATENCY_SAMPLE]
     )
     failed_attempts = attempts.exclude(outcome=AttemptOutcome.SUCCESS).count()

@@ -12,6 +12,7 @@ from delivery.engine.confirmation import confirmation_request, subscription_conf
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import Entry, message_publish, message_publish_batch
 from delivery.models import Delivery
+from delivery.rules.vocabulary import DeliveryStatus
 from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.base import HeraldAPI, extend_schema
@@ -279,7 +280,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     def dead_letters(self, request, pk=None):
         """Dead letters with their reasons: counts by reason and the newest first (paginated)."""
         subscription = self.get_object()
-        dead = Delivery.objects.filter(subscription=subscription, status=Delivery.Status.DEAD_LETTERED)
+        dead = Delivery.objects.filter(subscription=subscription, status=DeliveryStatus.DEAD_LETTERED)
         by_reason = selectors.dead_letters_by_reason(dead)
         page = self.paginate_queryset(dead.select_related("endpoint").order_by("-finished_at", "-id"))
         response = self.get_paginated_response(DeliverySerializer(page, many=True).data)

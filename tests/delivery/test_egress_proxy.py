@@ -9,7 +9,7 @@ import pytest
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport import sender, ssrf
 from tests.conftest import drain, publish, subscribe
-from tests.delivery.test_ssrf import tls_receiver  # noqa: F401 (fixture)
+from tests.delivery.transport.test_ssrf import tls_receiver  # noqa: F401 (fixture)
 from tests.proxy import Proxy
 
 pytestmark = pytest.mark.django_db(transaction=True)

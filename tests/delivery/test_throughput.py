@@ -9,6 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from delivery.models import Attempt, Delivery
+from delivery.rules.vocabulary import DeliveryStatus
 from tests.conftest import publish, subscribe, wait_until
 from tests.receiver import Receiver, Reply
 
@@ -91,7 +92,7 @@ def test_the_due_work_query_reads_a_batch_whatever_the_backlog(three):
                FROM herald_delivery_message m WHERE m.event_type = 'bench'""",
             [delivery.subscription_id, delivery.endpoint_id, later])
         cursor.execute("ANALYZE herald_delivery_delivery")
-    due = (Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now())
+    due = (Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now())
            .exclude(endpoint_id__in=[]).order_by("next_attempt_at").values_list("id", "endpoint_id")[:1024])
 
     plan = due.explain(analyze=True)
