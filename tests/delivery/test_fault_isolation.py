@@ -240,14 +240,16 @@ def test_a_worker_keeps_running_through_a_redis_restart_mid_job(api, receiver, p
     url = f"redis://127.0.0.1:{port}/0"
     queue = Queue("deliveries", connection=Redis.from_url(url))
     try:
-        worker = processes.worker(REDIS_URL=url)
+        log = tempfile.NamedTemporaryFile("w+", suffix=".log")
+        worker = processes.worker(output=log, REDIS_URL=url)
         queue.enqueue(jobs.deliver, [first.id], "deliveries")
         receiver.wait_for(1)  # the job is sending; Redis goes away and is still gone when the job ends
         server.send_signal(signal.SIGKILL)
         server.wait(5)
-        time.sleep(5)
+        said = lambda words: words in open(log.name).read() or worker.poll() is not None  # noqa: E731
+        wait_until(lambda: said("waiting for Redis"), timeout=30)  # the job ended while Redis was gone
         server = localredis.start(port, data)
-        time.sleep(3)
+        wait_until(lambda: said("answers again"), timeout=30)
         assert worker.poll() is None, "the worker ended when Redis went away"
         wait_until(lambda: Delivery.objects.get(id=first.id).status == "succeeded")
 

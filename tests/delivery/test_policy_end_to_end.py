@@ -54,7 +54,8 @@ def test_throttle_holds_in_every_one_second_window_across_two_workers(api, recei
         in_window = [t for t in arrivals[index:] if t < start + 1.0 - ARRIVAL_JITTER]
         assert len(in_window) <= 5, f"{len(in_window)} requests within 1 s from {start}"
     assert {r.json()["data"] for r in requests} == set(range(20))
-    assert arrivals[-1] - arrivals[0] < 6  # throttled, not stalled
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    assert max(gaps) < 1.0 + TOLERANCE, gaps  # throttled, not stalled: a deferred send goes when its slot frees
     assert set(Attempt.objects.values_list("number", flat=True)) == {1}  # a deferral is not an attempt
 
 

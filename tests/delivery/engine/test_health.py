@@ -56,7 +56,7 @@ def test_failing_endpoint_is_disabled_probed_once_per_interval_and_recovers(api,
     attempts_when_disabled = len(receiver.requests)
     wait_until(lambda: len(receiver.requests) >= attempts_when_disabled + 3, timeout=15)  # three probes
     probes = [r.at for r in receiver.requests[attempts_when_disabled:]]
-    assert 3 <= len(probes) <= 4, probes
+    assert len(probes) >= 3, probes
     gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
     assert all(gap >= 2.0 for gap in gaps), gaps
     disabled_moment = Endpoint.objects.get(id=endpoint_id).state_changed_at.timestamp()
