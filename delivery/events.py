@@ -16,16 +16,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models.signals import post_delete, post_save
 from django.forms.models import model_to_dict
-from rest_framework.exceptions import ValidationError
 
 from delivery.conf import herald
 from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import message_publish
+from delivery.engine.publishing import entry_from, publish_one
 from delivery.engine.subscribing import topic_create
 from delivery.models import Message
 from delivery.rules.storable import json_problems
-from delivery.web.subscription_serializers import PublishSerializer
-from delivery.web.subscription_views import publish_entry
 from subscriptions.models import TOPIC_NAME_VALIDATOR, Topic
 
 
@@ -87,19 +84,19 @@ def publish(topic, payload=None, *, owner=None, event_type: str = "herald.messag
     if problems:
         raise PublishError("; ".join(f"{path}: {reason}" for path, reason in problems))
     try:
-        entry = publish_entry(PublishSerializer, data)
-    except ValidationError as exc:
-        raise PublishError(str(exc.detail)) from None
-    except ApplicationError as exc:
-        raise PublishError(exc.message) from None
-    try:
-        message, _, _ = message_publish(
-            topic=resolved, payload=entry.payload, payload_is_text=entry.payload_is_text,
-            event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes,
-            idempotency_key=idempotency_key, ordering_key=entry.ordering_key)
-    except ApplicationError as exc:  # the idempotency key was used with a different event
-        raise PublishError(exc.message) from None
+        entry = entry_from(data, idempotency_key=idempotency_key)
+        message, _, _ = publish_one(resolved, entry)
+    except ApplicationError as exc:  # a bad argument, or the idempotency key was used with a different event
+        raise PublishError(_words(exc)) from None
     return message
+
+
+def _words(exc: ApplicationError) -> str:
+    """An error as one line, naming its fields: `event_type: event types starting with …`."""
+    named = exc.as_payload()
+    if "detail" in named:
+        return named["detail"]
+    return "; ".join(f"{field}: {' '.join(reasons)}" for field, reasons in named.items())
 
 
 def model_payload(instance, fields: Iterable[str] | None = None) -> dict:

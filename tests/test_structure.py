@@ -133,3 +133,12 @@ def test_a_deliverys_state_changes_only_through_the_door():
                 if pattern.search(line) and not (what == "a status write" and where in WRITES_UNDER_THE_LEASE):
                     found.append(f"{where}:{number}: {what}: {line.strip()}")
     assert found == []
+
+
+# What a project embedding Herald calls from Python sits beside the engine, not above the web layer.
+PYTHON_API = ("delivery.events", "delivery.testing", "delivery.signals", "delivery.receiver", "delivery.conf")
+
+
+def test_the_python_api_depends_only_downwards():
+    assert [f"{name} imports {target}" for name in PYTHON_API for target in project_imports(name)
+            if target.startswith("delivery.web")] == []

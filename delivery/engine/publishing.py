@@ -22,6 +22,8 @@ from delivery.conf import herald
 from delivery.engine import fanout, lifecycle
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
+from delivery.rules import publish_input
+from delivery.rules.wire import payload_bytes
 from subscriptions.models import Topic
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
@@ -55,10 +57,34 @@ class Entry:
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def entry_from(data: dict, *, idempotency_key: str | None = None) -> Entry:
+    """A publish body (`payload` or `message`, `event_type`, `subject`, `attributes`, `ordering_key`,
+    `idempotency_key`) as an Entry: a 400 naming each bad field (delivery/rules/publish_input.py), a 413 for a
+    payload over HERALD_MAX_PAYLOAD_BYTES. The API (after its serializer) and `events.publish` both come here."""
+    found = publish_input.problems(data)
+    if found:
+        raise ApplicationError.of_problems(found)
+    is_text = "message" in data
+    payload = data["message"] if is_text else data["payload"]
+    size, limit = len(payload_bytes(payload, is_text)), herald.MAX_PAYLOAD_BYTES
+    if size > limit:
+        raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
+    return Entry(payload=payload, payload_is_text=is_text,
+                 event_type=data.get("event_type", publish_input.DEFAULT_EVENT_TYPE),
+                 subject=data.get("subject", ""), attributes=data.get("attributes") or {},
+                 idempotency_key=data.get("idempotency_key") or idempotency_key,
+                 ordering_key=data.get("ordering_key") or None)
+
+
 def message_publish(*, topic: Topic, **fields) -> Published:
     """Publish one message (the fields of `Entry`). Returns (message, deliveries created, created); a repeated
     idempotency key returns the original message (created False), or a 409 if it came with another request."""
-    result = publish_entries(topic, [Entry(**fields)])[0]
+    return publish_one(topic, Entry(**fields))
+
+
+def publish_one(topic: Topic, entry: Entry) -> Published:
+    """`message_publish` for an Entry."""
+    result = publish_entries(topic, [entry])[0]
     if isinstance(result, ApplicationError):
         raise result
     return result

@@ -5,15 +5,12 @@ from rest_framework import serializers
 from delivery.engine import subscribing
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
-from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
+from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
 from delivery.rules import filter_policy as filters
 from delivery.web.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
-
-DEFAULT_EVENT_TYPE = "herald.message"  # an event published without a type; the only herald.* type anyone may publish
-RESERVED_EVENT_PREFIX = "herald."
 
 
 def raise_problems(found: dict[str, str]) -> None:
@@ -246,7 +243,7 @@ class PublishSerializer(StrictInput, serializers.Serializer):
     payload = serializers.JSONField(required=False, help_text="Any JSON value.")
     message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
                                     help_text="Plain text, instead of payload.")
-    event_type = serializers.CharField(required=False, max_length=256, default=DEFAULT_EVENT_TYPE,
+    event_type = serializers.CharField(required=False, max_length=256, default=publish_input.DEFAULT_EVENT_TYPE,
                                        help_text="What happened, e.g. order.created; herald.* is reserved.")
     subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
     attributes = serializers.DictField(required=False, default=dict)
@@ -256,28 +253,26 @@ class PublishSerializer(StrictInput, serializers.Serializer):
                   "order (docs/ordering.md).")
 
     def validate_event_type(self, value):
-        if value.startswith(RESERVED_EVENT_PREFIX) and value != DEFAULT_EVENT_TYPE:
-            raise serializers.ValidationError(
-                f"event types starting with {RESERVED_EVENT_PREFIX!r} are Herald's own (its subscription "
-                f"confirmation, endpoint and dead-letter events); use a prefix of yours, e.g. 'order.created'")
-        return value
+        return self._checked(publish_input.event_type_problem, value)
 
     def validate_ordering_key(self, value):
-        if value is not None and any(not ch.isprintable() for ch in value):
-            raise serializers.ValidationError("must not contain control characters")
-        return value or None
+        return self._checked(publish_input.ordering_key_problem, value) or None
 
     def validate_attributes(self, value):
-        for key, item in value.items():
-            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                raise serializers.ValidationError(f"{key}: attribute values must be strings or numbers")
-        return value
+        return self._checked(publish_input.attributes_problem, value)
 
     def validate(self, data):
-        has_payload, has_message = "payload" in self.initial_data, "message" in self.initial_data
-        if has_payload == has_message:
-            raise serializers.ValidationError({"payload": ["Give exactly one of payload (JSON) or message (text)."]})
+        if ("payload" in self.initial_data) == ("message" in self.initial_data):
+            raise serializers.ValidationError({"payload": [publish_input.ONE_OF]})
         return data
+
+    @staticmethod
+    def _checked(check, value):
+        """The same rule as a Python publish (delivery/rules/publish_input.py), as this field's 400."""
+        reason = check(value)
+        if reason:
+            raise serializers.ValidationError(reason)
+        return value
 
 
 class BatchEntrySerializer(PublishSerializer):

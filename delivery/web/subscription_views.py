@@ -10,10 +10,9 @@ from delivery.conf import herald
 from delivery.engine import health, recovery, replay, subscribing
 from delivery.engine.confirmation import confirmation_request, subscription_confirm
 from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import Entry, message_publish, message_publish_batch
+from delivery.engine.publishing import Entry, entry_from, message_publish, message_publish_batch
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
-from delivery.rules.wire import payload_bytes
 from delivery.web import selectors
 from delivery.web.base import HeraldAPI, extend_schema
 from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
@@ -47,16 +46,8 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
     """One publish body, validated: 400 naming the field, 413 for a payload over HERALD_MAX_PAYLOAD_BYTES."""
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
-    valid = serializer.validated_data
-    is_text = "message" in data
-    payload = valid["message"] if is_text else valid["payload"]
-    limit = herald.MAX_PAYLOAD_BYTES
-    size = len(payload_bytes(payload, is_text))
-    if size > limit:
-        raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
-    return Entry(payload=payload, payload_is_text=is_text, event_type=valid["event_type"], subject=valid["subject"],
-                 attributes=valid["attributes"], idempotency_key=valid.get("idempotency_key", idempotency_key),
-                 ordering_key=valid.get("ordering_key"))
+    valid = {name: value for name, value in serializer.validated_data.items() if name != "id"}
+    return entry_from(valid, idempotency_key=idempotency_key)
 
 
 class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):

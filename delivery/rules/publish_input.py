@@ -1,0 +1,59 @@
+"""What a publish may carry, checked the same way for the API (its serializers) and for Python (`events.publish`,
+through `publishing.entry_from`): one of a JSON payload or a text message, an event type that is not Herald's
+own, a subject, attributes of strings and numbers, a printable ordering key. Pure: {field: reason}."""
+
+from collections.abc import Mapping
+
+DEFAULT_EVENT_TYPE = "herald.message"  # an event published without a type; the only herald.* type anyone may publish
+RESERVED_EVENT_PREFIX = "herald."
+MAX_EVENT_TYPE, MAX_SUBJECT, MAX_ORDERING_KEY = 256, 1024, 256
+ONE_OF = "Give exactly one of payload (JSON) or message (text)."
+
+
+def event_type_problem(value) -> str | None:
+    if not isinstance(value, str) or not value:
+        return "must be a non-empty string"
+    if len(value) > MAX_EVENT_TYPE:
+        return f"must be at most {MAX_EVENT_TYPE} characters"
+    if value.startswith(RESERVED_EVENT_PREFIX) and value != DEFAULT_EVENT_TYPE:
+        return (f"event types starting with {RESERVED_EVENT_PREFIX!r} are Herald's own (its subscription "
+                f"confirmation, endpoint and dead-letter events); use a prefix of yours, e.g. 'order.created'")
+    return None
+
+
+def ordering_key_problem(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_ORDERING_KEY:
+        return f"must be a string of at most {MAX_ORDERING_KEY} characters"
+    if any(not ch.isprintable() for ch in value):
+        return "must not contain control characters"
+    return None
+
+
+def attributes_problem(value) -> str | None:
+    if not isinstance(value, Mapping):
+        return "must be an object of names to strings or numbers"
+    for key, item in value.items():
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            return f"{key}: attribute values must be strings or numbers"
+    return None
+
+
+def problems(data: Mapping) -> dict[str, str]:
+    """{field: reason} for a publish body (fields absent take their defaults)."""
+    found = {}
+    if ("payload" in data) == ("message" in data):
+        found["payload"] = ONE_OF
+    elif "message" in data and not isinstance(data["message"], str):
+        found["message"] = "must be a string"
+    checks = (("event_type", event_type_problem, DEFAULT_EVENT_TYPE), ("ordering_key", ordering_key_problem, None),
+              ("attributes", attributes_problem, {}))
+    for name, check, default in checks:
+        reason = check(data.get(name, default))
+        if reason:
+            found[name] = reason
+    subject = data.get("subject", "")
+    if not isinstance(subject, str) or len(subject) > MAX_SUBJECT:
+        found["subject"] = f"must be a string of at most {MAX_SUBJECT} characters"
+    return found
