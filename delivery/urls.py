@@ -9,12 +9,12 @@ clash with a host project's own.
 from django.urls import include, path
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from delivery.web.base import HeraldAPI
-from delivery.web.dashboard import dashboard
-from delivery.web.docs import RedocView, SchemaView, SwaggerView
+from delivery.web.api.base import HeraldAPI
+from delivery.web.api.docs import RedocView, SchemaView, SwaggerView
+from delivery.web.api.messages import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
+from delivery.web.api.subscriptions import EndpointViewSet, SubscriptionViewSet, TopicViewSet
+from delivery.web.console.dashboard import dashboard
 from delivery.web.prometheus import metrics
-from delivery.web.subscription_views import EndpointViewSet, SubscriptionViewSet, TopicViewSet
-from delivery.web.views import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
 
 app_name = "herald"
 

@@ -2,7 +2,7 @@
 
 Before gunicorn forks its workers, the master waits for PostgreSQL and Redis (one log line per change of state,
 capped backoff) instead of serving errors or exiting; SIGTERM/SIGINT while it waits ends it. Once it serves, an
-outage is answered per request with 503 and Retry-After (delivery/web/errors.py) and the process stays up.
+outage is answered per request with 503 and Retry-After (delivery/web/api/errors.py) and the process stays up.
 """
 
 import os

@@ -64,7 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "delivery.web.oversized.OversizedBodyMiddleware",  # a JSON 413 the client can read (docs/security.md)
+    "delivery.web.api.oversized.OversizedBodyMiddleware",  # a JSON 413 the client can read (docs/security.md)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -129,13 +129,13 @@ WHITENOISE_USE_FINDERS = True
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with a WWW-Authenticate header, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "delivery.web.authentication.HeraldTokenAuthentication",
+        "delivery.web.api.authentication.HeraldTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "delivery.web.pagination.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "delivery.web.api.pagination.BoundedLimitOffsetPagination",
     "DEFAULT_PARSER_CLASSES": [
-        "delivery.web.parsers.SafeJSONParser",
+        "delivery.web.api.parsers.SafeJSONParser",
         # For the browsable API's HTML forms. URL-encoded forms are refused with a 415 that says to send JSON
         # (`curl -d '{...}'` without a Content-Type header sends one, which would read as "field required").
         "rest_framework.parsers.MultiPartParser",
@@ -146,7 +146,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "delivery.web.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "delivery.web.api.errors.api_exception_handler",
 }
 # --- Redis and RQ -----------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

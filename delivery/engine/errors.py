@@ -1,4 +1,4 @@
-"""The one error type services raise; the API turns it into a clean 4xx (delivery/web/errors.py)."""
+"""The one error type services raise; the API turns it into a clean 4xx (delivery/web/api/errors.py)."""
 
 
 class ApplicationError(Exception):

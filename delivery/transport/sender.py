@@ -2,7 +2,8 @@
 
 Each process has one `Transport`: an asyncio event loop on its own thread with one aiohttp session (keep-alive
 pools per host). Callers on other threads `submit()` a request and get a `concurrent.futures.Future`, so the attempt
-path can record results as they complete while hundreds of requests are in flight.
+path can record results as they complete while hundreds of requests are in flight. TLS contexts are `tls.py`'s;
+what a failure is called, `failures.py`'s.
 
 What every send guarantees:
 - the connection goes only to an address the SSRF guard checked (`ssrf.GuardedResolver`; IP literals are checked
@@ -20,13 +21,9 @@ What every send guarantees:
 import asyncio
 import concurrent.futures
 import dataclasses
-import os
-import ssl
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -35,15 +32,16 @@ from delivery.conf import herald
 from delivery.rules.storable import clean_headers, clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
+from delivery.transport.failures import classify, status_class
 from delivery.transport.ssrf import (
     BlockedAddress,
     GuardedResolver,
-    Unresolvable,
     blocked_reason,
     checked_addresses,
     literal_address,
     parse_networks,
 )
+from delivery.transport.tls import client_ssl_context
 
 EXCERPT_BYTES = 4096
 DRAIN_LIMIT = 64 * 1024  # read this much at most so that the connection can be reused
@@ -68,76 +66,6 @@ class SendResult:
 
 def allowed_networks() -> tuple:
     return parse_networks(tuple(herald.ALLOWED_NETWORKS))
-
-
-@lru_cache(maxsize=4)
-def _ssl_context(ca_bundle: str) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=ca_bundle or None)
-
-
-def ssl_context() -> ssl.SSLContext:
-    """The system's trust store, or HERALD_CA_BUNDLE's certificates (for endpoints under a private CA)."""
-    return _ssl_context(herald.CA_BUNDLE)
-
-
-@lru_cache(maxsize=256)
-def _client_context(ca_bundle: str, certificate: str, key: str) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=ca_bundle or None)
-    # The ssl module loads a certificate chain only from files: a private directory, removed at once.
-    with tempfile.TemporaryDirectory(prefix="herald-mtls-") as directory:
-        paths = [os.path.join(directory, name) for name in ("certificate.pem", "key.pem")]
-        for path, text in zip(paths, (certificate, key), strict=True):
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(text)
-        context.load_cert_chain(*paths)
-    return context
-
-
-def client_ssl_context(credentials: tuple[str, str] | None) -> ssl.SSLContext:
-    """The context of a send: with the subscription's client certificate for mTLS endpoints (one context per
-    certificate, kept), else the shared one."""
-    if credentials is None:
-        return ssl_context()
-    return _client_context(herald.CA_BUNDLE, *credentials)
-
-
-def status_class(status: int) -> str:
-    if 200 <= status < 300:
-        return ""
-    return ErrorClass.REDIRECT if 300 <= status < 400 else ErrorClass.HTTP_STATUS
-
-
-def _chain(exc: BaseException):
-    while exc is not None:
-        yield exc
-        exc = exc.__cause__ or getattr(exc, "os_error", None) or exc.__context__
-
-
-def classify(exc: BaseException) -> tuple[str, str]:
-    """(error class, a short detail an operator can act on) for what ended a send."""
-    for cause in _chain(exc):
-        if isinstance(cause, BlockedAddress):
-            return ErrorClass.BLOCKED_ADDRESS, str(cause)
-        if isinstance(cause, Unresolvable):
-            return ErrorClass.DNS, str(cause)
-    if isinstance(exc, TimeoutError):
-        return ErrorClass.TIMEOUT, "no complete answer in time"
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return ErrorClass.DNS, f"the host does not resolve: {exc.os_error}"
-    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
-        return ErrorClass.TLS, f"TLS failed: {exc}"
-    if isinstance(exc, aiohttp.ClientHttpProxyError):
-        return ErrorClass.CONNECTION, f"the egress proxy refused the connection: {exc.status} {exc.message}"
-    if isinstance(exc, aiohttp.ClientProxyConnectionError):
-        return ErrorClass.CONNECTION, f"could not connect to the egress proxy: {exc.os_error.strerror or exc}"
-    if isinstance(exc, aiohttp.ClientResponseError):  # the parser refused the answer
-        return ErrorClass.INVALID_RESPONSE, f"the answer is not valid HTTP: {exc.message}"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return ErrorClass.CONNECTION, f"could not connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return ErrorClass.CONNECTION, "the endpoint closed the connection before answering"
-    return ErrorClass.CONNECTION, f"{type(exc).__name__}: {exc}"
 
 
 def egress_proxy() -> str:

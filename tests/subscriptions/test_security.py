@@ -13,7 +13,7 @@ from rq.job import Job
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from delivery.models import Delivery, Message
-from delivery.web.throttling import PublishRateThrottle
+from delivery.web.api.throttling import PublishRateThrottle
 from subscriptions.models import Subscription
 from tests.conftest import ROOT, subprocess_env, subscribe, wait_until
 from tests.receiver import Reply, parse_cloudevent

@@ -6,7 +6,7 @@ import pytest
 
 from delivery.engine.publishing import Entry, message_publish_batch
 from delivery.models import Delivery, Message
-from delivery.web.throttling import PublishRateThrottle
+from delivery.web.api.throttling import PublishRateThrottle
 from subscriptions.models import Topic
 from tests.conftest import subscribe
 

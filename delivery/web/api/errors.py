@@ -12,7 +12,7 @@ from rest_framework.views import exception_handler
 
 from delivery.engine.errors import ApplicationError
 from delivery.rules.policy import PolicyError
-from delivery.web.authentication import HOW
+from delivery.web.api.authentication import HOW
 
 
 def api_exception_handler(exc, context):

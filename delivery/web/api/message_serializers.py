@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from delivery.models import Attempt, Delivery, Message
 from delivery.web import fanout_report
-from delivery.web.strict import StrictInput
+from delivery.web.api.strict import StrictInput
 
 FANOUT_SHOWN = 100
 

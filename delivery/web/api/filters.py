@@ -6,7 +6,7 @@ from django import forms
 from django_filters.rest_framework import DateTimeFilter, FilterSet, ModelChoiceFilter, NumberFilter
 
 from delivery.models import Delivery, Message
-from delivery.web.ownership import owned_choices
+from delivery.web.api.ownership import owned_choices
 from subscriptions.models import Endpoint, Subscription, Topic
 
 

@@ -7,7 +7,7 @@ from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
 from delivery.rules import filter_policy as filters
-from delivery.web.strict import StrictInput
+from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme

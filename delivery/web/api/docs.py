@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.permissions import AllowAny
 
 from delivery.conf import VERSION
-from delivery.web.base import extend_schema
+from delivery.web.api.base import extend_schema
 
 SCHEMA = {
     "TITLE": "Herald API",

@@ -9,8 +9,8 @@ from delivery.engine import recovery
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import fanout_report
-from delivery.web.admin_buttons import Button, ButtonsMixin
-from delivery.web.subscription_admin import endpoint_link, run_service
+from delivery.web.console.buttons import Button, ButtonsMixin
+from delivery.web.console.subscriptions import endpoint_link, run_service
 
 FANOUT_SHOWN = 200
 STATUS_COLOURS = {"succeeded": "#2e7d32", "pending": "#ef6c00", "in_flight": "#0277bd",

@@ -7,8 +7,8 @@ from django.utils.html import format_html, format_html_join
 
 from delivery.engine import health
 from delivery.models import Attempt
-from delivery.web.admin_buttons import Button, ButtonsMixin
-from delivery.web.subscription_admin import run_service, state_badge
+from delivery.web.console.buttons import Button, ButtonsMixin
+from delivery.web.console.subscriptions import run_service, state_badge
 from subscriptions.models import Endpoint, EndpointTransition, Subscription
 from subscriptions.states import EndpointState
 

@@ -14,11 +14,11 @@ from delivery.engine.publishing import Entry, entry_from, message_publish, messa
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
-from delivery.web.base import HeraldAPI, extend_schema
-from delivery.web.ownership import OwnedQuerysetMixin, owned_choices
-from delivery.web.serializers import DeliverySerializer
-from delivery.web.strict import NoBodySerializer
-from delivery.web.subscription_serializers import (
+from delivery.web.api.base import HeraldAPI, extend_schema
+from delivery.web.api.message_serializers import DeliverySerializer
+from delivery.web.api.ownership import OwnedQuerysetMixin, owned_choices
+from delivery.web.api.strict import NoBodySerializer
+from delivery.web.api.subscription_serializers import (
     BatchEntrySerializer,
     ConfirmSerializer,
     CountSerializer,
@@ -38,7 +38,7 @@ from delivery.web.subscription_serializers import (
     SubscriptionUpdateSerializer,
     TopicSerializer,
 )
-from delivery.web.throttling import PublishRateThrottle
+from delivery.web.api.throttling import PublishRateThrottle
 from subscriptions.models import Endpoint, Subscription, Topic
 
 

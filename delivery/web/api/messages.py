@@ -15,10 +15,9 @@ from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
 from delivery.rules import signing
 from delivery.web import fanout_report
-from delivery.web.base import HeraldAPI, extend_schema
-from delivery.web.filters import DeliveryFilter, MessageFilter
-from delivery.web.ownership import OwnedQuerysetMixin
-from delivery.web.serializers import (
+from delivery.web.api.base import HeraldAPI, extend_schema
+from delivery.web.api.filters import DeliveryFilter, MessageFilter
+from delivery.web.api.message_serializers import (
     DeliveryDetailSerializer,
     DeliverySerializer,
     FanoutDecisionSerializer,
@@ -26,8 +25,9 @@ from delivery.web.serializers import (
     MessageSerializer,
     PolicyPreviewSerializer,
 )
-from delivery.web.strict import NoBodySerializer
-from delivery.web.subscription_serializers import public_key_of
+from delivery.web.api.ownership import OwnedQuerysetMixin
+from delivery.web.api.strict import NoBodySerializer
+from delivery.web.api.subscription_serializers import public_key_of
 from subscriptions.models import Subscription
 from subscriptions.states import SignatureScheme
 

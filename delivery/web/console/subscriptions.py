@@ -16,7 +16,7 @@ from delivery.engine.subscribing import validate_policy
 from delivery.rules import client_certificates, delivery_headers, subscription_rules
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
-from delivery.web.admin_buttons import Button, ButtonsMixin
+from delivery.web.console.buttons import Button, ButtonsMixin
 from subscriptions.models import Subscription, Topic
 from subscriptions.states import EndpointState
 

@@ -14,11 +14,11 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
-from delivery.web.authentication import HeraldTokenAuthentication
-from delivery.web.errors import api_exception_handler
-from delivery.web.pagination import BoundedLimitOffsetPagination
-from delivery.web.parsers import SafeJSONParser
-from delivery.web.strict import refuse_body
+from delivery.web.api.authentication import HeraldTokenAuthentication
+from delivery.web.api.errors import api_exception_handler
+from delivery.web.api.pagination import BoundedLimitOffsetPagination
+from delivery.web.api.parsers import SafeJSONParser
+from delivery.web.api.strict import refuse_body
 
 
 class HeraldAPI:
