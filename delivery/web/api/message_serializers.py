@@ -1,3 +1,6 @@
+"""What the API shows of messages, deliveries and attempts (request and response excerpts as stored, never a
+secret), the fan-out report's rows, and the policy preview's input."""
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 

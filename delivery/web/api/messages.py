@@ -1,3 +1,7 @@
+"""The API of messages and deliveries (read-only, the requester's own), with each message's fan-out report ("why
+did endpoint X not get event Y"), retry now and stop retrying on a delivery, the policy preview, and an Ed25519
+subscription's public signing keys."""
+
 import base64
 
 from django.utils import timezone

@@ -1,3 +1,7 @@
+"""What the API takes and shows of topics, subscriptions and endpoints, and publish bodies. A subscription's rules
+are delivery/rules/subscription_rules.py's and a publish's delivery/rules/publish_input.py's, so the API refuses
+exactly what the admin and the Python services refuse. Secrets are shown once, at creation or rotation."""
+
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers

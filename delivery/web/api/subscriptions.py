@@ -1,3 +1,7 @@
+"""The API of topics, subscriptions and endpoints: create, read, change and delete them, publish (one message or a
+batch), confirm, rotate secrets, redrive, recover, replay, pause and resume. Views validate input and call one
+service of delivery/engine; every object is the requester's own (another owner's is a 404)."""
+
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, status, viewsets

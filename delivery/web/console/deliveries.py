@@ -1,3 +1,6 @@
+"""The operator console's pages of messages, deliveries and attempts: read-only lists and details with the
+fan-out report, request and response excerpts, and the retry-now and stop-retrying buttons."""
+
 import json
 
 from django.contrib import admin

@@ -1,3 +1,7 @@
+"""The operator console's pages of topics and subscriptions: policies edited with their schedule shown, the
+subscription rules checked as the API checks them, changes saved through the same service as the API, and the
+redrive, pause, resume, resend-confirmation and replay buttons and actions."""
+
 import json
 
 from django import forms
