@@ -2,6 +2,7 @@
 
 import pytest
 
+from delivery.rules import filter_policy as filters
 from delivery.rules.filter_policy import (
     BODY,
     EVENT_TYPE_KEY,
@@ -239,3 +240,34 @@ def test_invalid_event_type_filters(patterns, named):
     with pytest.raises(FilterPolicyError) as caught:
         validate_event_types(patterns)
     assert named in str(caught.value)
+
+
+# --- cost: the worst input the limits allow stays linear -------------------------------------------------------------
+
+def test_wildcards_match_without_backtracking():
+    # The worst the limits allow; a regular expression backtracks for hours on it (the figures: docs/filtering.md).
+    pattern = "*a" * 20 + "*b"
+    assert not filters.event_type_matches([pattern], "a" * 256)
+    assert filters.event_type_matches([pattern], "a" * 255 + "b")
+
+
+@pytest.mark.parametrize("pattern,text,expected", [
+    ("order.*", "order.created", True), ("order.*", "order.", True), ("order.*", "orders", False),
+    ("*.created", "order.created", True), ("*", "", True), ("a*b*c", "abc", True), ("a*b*c", "acb", False),
+    ("a*a", "a", False), ("a*a", "aa", True), ("*ab*ab*", "xabyab", True), ("*ab*ab*", "xaby", False),
+    ("a**b", "ab", True), ("exact", "exact", True), ("exact", "exactly", False),
+])
+def test_wildcards_mean_what_they_meant(pattern, text, expected):
+    assert filters.glob_matches(pattern, text) is expected
+
+
+def test_anything_but_is_a_set_lookup_with_the_old_meaning():
+    big = {"x": [{"anything-but": [f"v{i}" for i in range(2000)]}]}
+    assert filters.failing_key(big, {}, scope=filters.BODY, body={"x": ["v1999"] * 2000}) == "x"  # each one excluded
+    assert filters.failing_key(big, {}, scope=filters.BODY, body={"x": ["v1999"] * 1999 + ["w"]}) is None
+    numbers = {"n": [{"anything-but": [1, 2.5, "3"]}]}
+    for value, passes in ((1, False), (1.0, False), (2.5, False), (3, True), ("3", False), ("1", True), (True, True)):
+        assert (filters.failing_key(numbers, {}, scope=filters.BODY, body={"n": value}) is None) is passes, value
+    one = {"s": [{"anything-but": "red"}]}
+    assert filters.failing_key(one, {}, scope=filters.BODY, body={"s": "blue"}) is None
+    assert filters.failing_key(one, {}, scope=filters.BODY, body={"s": "red"}) == "s"
