@@ -142,6 +142,7 @@ def subscription_create(
             secret=new_secret(signature_scheme or SignatureScheme.HMAC_SHA256),
             **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
+            confirmed_at=timezone.now() if confirmed else None,  # confirmed however: no handshake was required
         )
         if not confirmed:
             confirmation_request(subscription=subscription)

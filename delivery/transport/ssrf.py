@@ -133,5 +133,6 @@ def subscribe_time_refusal(host: str, port: int, allowed: tuple) -> str | None:
     for address in addresses:
         reason = blocked_reason(address, allowed)
         if reason:
-            return f"webhooks may not be sent there: {reason}"
+            return (f"webhooks may not be sent there: {reason}. An operator can allow such a network with "
+                    f"HERALD_ALLOWED_NETWORKS (e.g. 127.0.0.0/8 for receivers on this machine in development).")
     return None

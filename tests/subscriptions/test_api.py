@@ -1,6 +1,7 @@
 """The REST API: CRUD, ownership (404 for what is not yours), errors, pagination, filtering, publish."""
 
 import pytest
+from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from delivery.models import Delivery, Message
@@ -219,6 +220,7 @@ def test_private_addresses_are_refused_at_subscribe_time(api, settings, url):
     response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
     assert response.status_code == 400
     assert "webhooks may not be sent there" in response.json()["endpoint"][0]
+    assert "HERALD_ALLOWED_NETWORKS" in response.json()["endpoint"][0]  # what to do about it
     assert Subscription.objects.count() == 0
 
 
@@ -230,3 +232,13 @@ def test_changing_the_url_moves_pending_deliveries_with_it(api):
                       format="json").json()
     assert moved["endpoint"] == "http://127.0.0.1:9/new" and moved["endpoint_id"] != subscription["endpoint_id"]
     assert Delivery.objects.get().endpoint_id == moved["endpoint_id"]
+
+
+def test_a_subscription_confirmed_without_a_handshake_says_since_when(api, settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = False
+    topic = create_topic(api)
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/hook"},
+                       format="json").json()
+    assert created["status"] == "confirmed"
+    assert created["confirmed_at"] is not None
+    assert abs(parse_datetime(created["confirmed_at"]) - parse_datetime(created["created_at"])).total_seconds() < 60
