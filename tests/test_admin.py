@@ -7,8 +7,9 @@ import pytest
 from django.utils import timezone
 from rq import Worker
 
+from delivery.engine import attempts, health
 from delivery.models import Attempt, Delivery, Replay
-from subscriptions.models import Subscription
+from subscriptions.models import Endpoint, Subscription
 from tests.conftest import settle, wait_until
 from tests.receiver import Reply
 
@@ -173,3 +174,22 @@ def test_the_admin_refuses_what_the_api_refuses(admin_client, api, receiver):
     assert "cannot be combined with raw_message_delivery" in response.content.decode()
     stored = Subscription.objects.get(id=subscription["id"])
     assert (stored.raw_message_delivery, stored.max_events_per_batch) == (False, 1)
+
+
+def test_the_dashboard_says_why_for_every_failing_row(admin_client, api, receiver):
+    receiver.script = [Reply(status=503)]
+    topic = api.post("/api/topics/", {"name": "why"}, format="json").json()
+    subscription = api.post("/api/subscriptions/", {
+        "topic": topic["id"], "endpoint": receiver.url,
+        "delivery_policy": {"retrySchedule": {"delays": [3600]}}}, format="json").json()
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    delivery = Delivery.objects.get()
+    attempts.process([delivery.id], "deliveries")
+    endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
+    health.endpoint_disable(endpoint=endpoint)
+
+    text = " ".join(re.sub(r"<[^>]+>", " ", admin_client.get("/dashboard/").content.decode()).split())
+
+    assert "1 attempt(s) failed; next attempt at" in text and "last error: HTTP 503" in text
+    assert "endpoint disabled: disabled by hand" in text  # the pending retry's row says its endpoint is why
+    assert text.count("disabled by hand") == 2  # and the endpoint's own row says it too

@@ -44,6 +44,17 @@ def error_words(error: dict | None) -> str:
     return f"; last error: {what}" + (f" ({error['detail'][:120]})" if error["detail"] else "")
 
 
+def where_it_stands(delivery: Delivery) -> str:
+    """A delivery's state in words, with its last error (the dashboard's reason column; one query for the last
+    attempt)."""
+    last = delivery.attempts.order_by("-number").first()
+    error = delivery_state(delivery, last)["last_error"]
+    words = _delivery_reason(delivery, delivery.endpoint.state, delivery.subscription.status, error)
+    if delivery.endpoint.state != "active" and delivery.endpoint.state_reason:
+        words += f"; endpoint {delivery.endpoint.state}: {delivery.endpoint.state_reason}"
+    return words
+
+
 def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_status: str, error: dict | None) -> str:
     status = delivery.status
     if status == DeliveryStatus.SUCCEEDED:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from delivery.models import Attempt, Delivery
 from delivery.rules import client_certificates
 from delivery.rules.vocabulary import AttemptOutcome, DeliveryStatus
-from delivery.web import selectors
+from delivery.web import fanout_report, selectors
 from subscriptions.models import Endpoint, Subscription
 from subscriptions.states import EndpointState
 
@@ -73,9 +73,9 @@ def dashboard(request):
         .order_by("-consecutive_failures", "-window_failures")[:10],
         "dead_total": sum(dead_by_reason.values()),
         "dead_by_reason": dead_by_reason,
-        "recent_failures": Delivery.objects.filter(
+        "recent_failures": list(Delivery.objects.filter(
             Q(status=DeliveryStatus.DEAD_LETTERED) | Q(status=DeliveryStatus.PENDING, attempt_count__gt=0))
-        .select_related("endpoint", "subscription__topic").order_by("-last_attempt_at")[:15],
+        .select_related("endpoint", "subscription__topic").order_by("-last_attempt_at")[:15]),
         "pending_retries": Delivery.objects.filter(status=DeliveryStatus.PENDING, attempt_count__gt=0).count(),
         "held": selectors.held_count(),
         "queues": queues(),
@@ -84,4 +84,6 @@ def dashboard(request):
         .select_related("topic", "endpoint").order_by("client_certificate_expires_at")[:20],
         "expiry_warning_days": client_certificates.EXPIRY_WARNING_DAYS,
     }
+    for delivery in context["recent_failures"]:
+        delivery.reason = fanout_report.where_it_stands(delivery)
     return render(request, "admin/herald/dashboard.html", context)
