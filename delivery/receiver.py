@@ -18,7 +18,12 @@ means retries can repeat a message) and hands the view a parsed CloudEvent, from
 (`application/cloudevents-batch+json`) calls the view once per event, and the first failing answer fails the whole
 batch, which Herald then retries as one. A request that fails
 a check gets 400/401 and the view is not called. It is exempt from CSRF (it is called by a server, and signed).
-Default secrets: the setting HERALD_RECEIVER_SECRETS (a list).
+Default secrets: the setting HERALD_RECEIVER_SECRETS, a list of `whsec_` strings.
+
+The first hour: make a secret (`manage.py herald_secret`, or `generate_secret()` from this module), configure the
+view with it, then subscribe with the same secret (`"secret"` in POST /api/subscriptions/): Herald's confirmation
+request arrives during that call, verifies, and the subscription is confirmed — no restart, no resend. A
+confirmation this view cannot verify is answered with what to do about it.
 """
 
 import functools
@@ -33,6 +38,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from delivery.rules import signing
+from delivery.rules.signing import generate_secret  # noqa: F401 (for projects: a new whsec_ secret)
 
 CONFIRMATION = "herald.subscription.confirmation"
 SEEN_KEY = "herald:received:{}"
@@ -95,6 +101,27 @@ def parse_event(request) -> CloudEvent:
                       extensions={k[3:]: v for k, v in headers.items() if k.startswith("ce-") and k not in known})
 
 
+CONFIRMATION_FIX = (
+    "This is Herald's subscription confirmation, and this receiver cannot verify it. Configure the receiver with "
+    "the secret the subscription signs with, then ask for a new confirmation (POST "
+    "/api/subscriptions/<id>/resend-confirmation/, or the button on the subscription's admin page). Next time, "
+    "make the secret first (`manage.py herald_secret`), configure the receiver with it and subscribe with it "
+    "(\"secret\" in POST /api/subscriptions/): the confirmation then verifies during the create.")
+
+
+def _is_confirmation(request) -> bool:
+    """Does the (not yet verified) request say it is Herald's confirmation? Only to word an error."""
+    try:
+        body = json.loads(request.body[:65536]) if len(request.body) <= 65536 else None
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("type") == CONFIRMATION
+
+
+def _with_fix(request, problem: str) -> str:
+    return f"{problem}. {CONFIRMATION_FIX}" if _is_confirmation(request) else problem
+
+
 def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | Callable | None = None,
                      tolerance: float = signing.TIMESTAMP_TOLERANCE_SECONDS, dedupe: bool = True,
                      dedupe_seconds: int = 7 * 86400):
@@ -111,13 +138,15 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
             keys = secrets(request) if callable(secrets) else secrets
             keys = list(keys if keys is not None else getattr(settings, "HERALD_RECEIVER_SECRETS", []))
             if not keys:
-                return JsonResponse({"error": "no signing secret is configured for this receiver"}, status=500)
+                problem = ("no signing secret is configured for this receiver: pass secrets=[...] to "
+                           "@webhook_receiver or set HERALD_RECEIVER_SECRETS (a list of whsec_ secrets)")
+                return JsonResponse({"error": _with_fix(request, problem)}, status=500)
             msg_id = request.headers.get("webhook-id")
             problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
                                     request.headers.get("webhook-signature"), request.body, now=time.time(),
                                     tolerance=tolerance)
             if problem:
-                return JsonResponse({"error": f"signature: {problem}"}, status=401)
+                return JsonResponse({"error": _with_fix(request, f"signature: {problem}")}, status=401)
             if request.headers.get("ce-id") is not None:  # a raw delivery: its attributes travel in headers
                 problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
                                         request.headers.get(signing.ATTRIBUTES_SIGNATURE_HEADER),

@@ -9,6 +9,7 @@ from rq import Worker
 
 from delivery.engine import attempts, health
 from delivery.models import Attempt, Delivery, Replay
+from delivery.receiver import generate_secret
 from subscriptions.models import Endpoint, Subscription
 from tests.conftest import settle, wait_until
 from tests.receiver import Reply
@@ -193,3 +194,18 @@ def test_the_dashboard_says_why_for_every_failing_row(admin_client, api, receive
     assert "1 attempt(s) failed; next attempt at" in text and "last error: HTTP 503" in text
     assert "endpoint disabled: disabled by hand" in text  # the pending retry's row says its endpoint is why
     assert text.count("disabled by hand") == 2  # and the endpoint's own row says it too
+
+
+def test_the_admin_rotates_to_a_secret_of_your_own(admin_client, api, receiver):
+    topic = api.post("/api/topics/", {"name": "keys"}, format="json").json()
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url},
+                       format="json").json()
+    page, data = admin_form(admin_client, created["id"])
+    refused = admin_client.post(page, {**data, "new_secret": "whsec_tooshort"})
+    assert refused.status_code == 200 and "herald_secret" in refused.content.decode()
+    assert Subscription.objects.get(id=created["id"]).secret == created["secret"]
+    mine = generate_secret()
+    assert admin_client.post(page, {**data, "new_secret": mine}).status_code == 302
+    stored = Subscription.objects.get(id=created["id"])
+    assert (stored.secret, stored.previous_secret) == (mine, created["secret"])
+    assert mine not in admin_client.get(page).content.decode()  # never shown again

@@ -1,5 +1,6 @@
 """Topic, subscription and endpoint services: validate, check current state, change it."""
 
+import hmac
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -91,9 +92,18 @@ def endpoint_for(*, owner, url: str) -> Endpoint:
     return endpoint
 
 
-def new_secret(scheme: str) -> str:
-    """A `whsec_` secret (HMAC) or a `whsk_` Ed25519 signing key."""
-    return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
+def new_secret(scheme: str, own: str | None = None) -> str:
+    """A `whsec_` secret (HMAC) or a `whsk_` Ed25519 signing key; `own`: the caller's own `whsec_` secret, checked
+    (a 400 naming `secret`; Ed25519 keys are always Herald's)."""
+    if own is None:
+        return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
+    if scheme == SignatureScheme.ED25519:
+        raise ApplicationError("a secret of your own is for hmac-sha256 subscriptions; with ed25519 Herald keeps the "
+                               "signing key and you verify with its public key", field="secret")
+    problem = signing.secret_problem(own)
+    if problem:
+        raise ApplicationError(problem, field="secret")
+    return own
 
 
 # Per-subscription options of how its stream is filtered and shaped, validated by the caller (the API's serializer).
@@ -103,15 +113,20 @@ STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max
 
 def subscription_create(
     *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
-    signature_scheme=None, **credentials,
+    signature_scheme=None, secret: str | None = None, **credentials,
 ) -> tuple[Subscription, str | None]:
-    """(subscription, signing secret), the secret shown to the caller this once. `credentials`: the model's
+    """(subscription, signing secret), the secret shown to the caller this once. `secret`: a `whsec_` secret of the
+    caller's own (its receiver is configured with it before subscribing, so the confirmation handshake that goes
+    out during this call verifies), else Herald makes one. `credentials`: the model's
     client-certificate and OAuth2 fields, validated by the caller (the API's serializer). Like SNS Subscribe,
     subscribing an endpoint again to the same topic returns the existing subscription (secret None: it is never
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
     different settings."""
     validate_policy(delivery_policy)
     check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
+    scheme = signature_scheme or SignatureScheme.HMAC_SHA256
+    own_secret = secret is not None
+    secret = new_secret(scheme, secret)
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         health = endpoint_for(owner=topic.owner, url=endpoint)
@@ -124,7 +139,8 @@ def subscription_create(
                      "signature_scheme": signature_scheme is not None}
             different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)] + [
                 name for name in STREAM_OPTIONS if name in credentials and name != "delivery_headers"
-                and credentials[name] != getattr(existing, name)]
+                and credentials[name] != getattr(existing, name)] + (
+                ["secret"] if own_secret and not hmac.compare_digest(str(existing.secret), secret) else [])
             if different:
                 raise ApplicationError(
                     f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
@@ -138,8 +154,8 @@ def subscription_create(
             delivery_policy=delivery_policy or None,
             filter_policy=filter_policy or None,
             raw_message_delivery=bool(raw_message_delivery),
-            signature_scheme=signature_scheme or SignatureScheme.HMAC_SHA256,
-            secret=new_secret(signature_scheme or SignatureScheme.HMAC_SHA256),
+            signature_scheme=scheme,
+            secret=secret,
             **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
             confirmed_at=timezone.now() if confirmed else None,  # confirmed however: no handshake was required
@@ -194,11 +210,13 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
 ROTATION_GRACE = timedelta(hours=24)
 
 
-def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None = None) -> Subscription:
-    """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes); the old one keeps
-    signing beside it for 24 hours. A rotation during a grace period ends the older secret at once (only two are
-    ever in use)."""
-    now = timezone.now()
+def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None = None, secret: str | None = None,
+                               now=None) -> Subscription:
+    """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes) — `secret`, a
+    `whsec_` secret of the caller's own, if given; the old one keeps signing beside it for 24 hours. A rotation
+    during a grace period ends the older secret at once (only two are ever in use)."""
+    now = now or timezone.now()
+    new_secret(scheme or subscription.signature_scheme, secret)  # checked before anything changes
     with transaction.atomic():
         locked = Subscription.objects.select_for_update().get(id=subscription.id)
         if isinstance(locked.secret, Unreadable):  # its key was lost: nothing to keep signing with
@@ -206,7 +224,7 @@ def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None
         else:
             locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
         locked.signature_scheme = scheme or locked.signature_scheme
-        locked.secret = new_secret(locked.signature_scheme)
+        locked.secret = new_secret(locked.signature_scheme, secret)
         locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "signature_scheme",
                                    "updated_at"])
     return locked

@@ -7,9 +7,11 @@ During a rotation several signatures are sent, space-separated; a receiver accep
 """
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Iterable
 
 from cryptography.exceptions import InvalidSignature
@@ -19,6 +21,31 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 SECRET_PREFIX = "whsec_"
 SIGNING_KEY_PREFIX = "whsk_"
 PUBLIC_KEY_PREFIX = "whpk_"
+
+
+SECRET_BYTES = (24, 64)  # a secret of your own: this many random bytes, at least and at most
+
+
+def generate_secret(length: int = 32) -> str:
+    """A Standard Webhooks signing secret: `whsec_` + base64 of `length` random bytes."""
+    return SECRET_PREFIX + base64.b64encode(os.urandom(length)).decode()
+
+
+def secret_problem(value) -> str | None:
+    """Why `value` cannot be a subscription's signing secret, or None: `whsec_` + standard base64 of 24 to 64
+    bytes (what `generate_secret`, `manage.py herald_secret`, Svix and Convoy make)."""
+    low, high = SECRET_BYTES
+    expected = f"must be {SECRET_PREFIX} followed by the base64 of {low} to {high} random bytes (make one with " \
+               f"`manage.py herald_secret`)"
+    if not isinstance(value, str) or not value.startswith(SECRET_PREFIX):
+        return expected
+    try:
+        raw = base64.b64decode(value[len(SECRET_PREFIX):], validate=True)
+    except (ValueError, binascii.Error):
+        return expected
+    if not low <= len(raw) <= high:
+        return f"{expected}; this one is {len(raw)} bytes"
+    return None
 
 
 def generate_signing_key() -> str:

@@ -95,6 +95,11 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
         help_text="hmac-sha256 (v1, a shared whsec_ secret; the default) or ed25519 (v1a: Herald keeps the signing "
                   "key, receivers verify with public_key). Changing it issues a new key; the old one signs too for "
                   "24 hours.")
+    secret = serializers.CharField(
+        required=False, write_only=True, max_length=200, trim_whitespace=False,
+        help_text="hmac-sha256: a whsec_ secret of your own (base64 of 24 to 64 random bytes; `manage.py "
+                  "herald_secret` makes one), so your receiver is configured before it is asked to confirm. "
+                  "Default: Herald makes one and shows it in the answer, this once.")
     public_key = serializers.SerializerMethodField(help_text="ed25519: the whpk_ key receivers verify with.")
     previous_public_key = serializers.SerializerMethodField(
         help_text="ed25519: the previous key, while a rotation's grace period runs.")
@@ -129,10 +134,11 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
         model = Subscription
         fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
                   "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
-                  "public_key", "previous_public_key", "signing_keys_url", "client_certificate", "client_key",
-                  "client_certificate_expires_at", "oauth_token_url", "oauth_client_id", "oauth_client_secret",
-                  "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-                  "preferred_batch_size_kb", "delivery_headers", "status", "confirmed_at", "created_at", "updated_at"]
+                  "secret", "public_key", "previous_public_key", "signing_keys_url", "client_certificate",
+                  "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
+                  "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
+                  "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "status", "confirmed_at",
+                  "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
 
@@ -208,6 +214,10 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
 class SubscriptionUpdateSerializer(SubscriptionSerializer):
     topic = serializers.PrimaryKeyRelatedField(read_only=True)
 
+    def validate_secret(self, value):
+        raise serializers.ValidationError("a secret changes by rotation, so the old one keeps signing for 24 hours: "
+                                          "POST it to rotate-secret/")
+
 
 def public_key_of(secret) -> str | None:
     """The whpk_ public key of an Ed25519 signing key (never the key itself); None for an HMAC secret."""
@@ -225,7 +235,7 @@ class SubscriptionCreatedSerializer(SubscriptionSerializer):
     secret = serializers.SerializerMethodField(help_text="hmac-sha256: the whsec_ secret, shown only this once.")
 
     class Meta(SubscriptionSerializer.Meta):
-        fields = SubscriptionSerializer.Meta.fields + ["secret"]
+        fields = SubscriptionSerializer.Meta.fields  # `secret` shown: this class's own field, read-only
 
     def get_secret(self, obj) -> str | None:
         return shareable_secret(obj)
@@ -353,6 +363,12 @@ class RecoverSerializer(StrictInput, serializers.Serializer):
 
 class CountSerializer(serializers.Serializer):
     count = serializers.IntegerField()
+
+
+class RotateSecretSerializer(StrictInput, serializers.Serializer):
+    secret = serializers.CharField(
+        required=False, max_length=200, trim_whitespace=False,
+        help_text="hmac-sha256: the new whsec_ secret, of your own; default: Herald makes one (shown this once).")
 
 
 class ConfirmSerializer(StrictInput, serializers.Serializer):

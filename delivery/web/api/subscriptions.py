@@ -37,6 +37,7 @@ from delivery.web.api.subscription_serializers import (
     ReplayCreatedSerializer,
     ReplaySerializer,
     RotatedSecretSerializer,
+    RotateSecretSerializer,
     SubscriptionCreatedSerializer,
     SubscriptionSerializer,
     SubscriptionUpdateSerializer,
@@ -191,7 +192,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         subscription, secret = subscribing.subscription_create(
             topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
-            signature_scheme=data.get("signature_scheme"),
+            signature_scheme=data.get("signature_scheme"), secret=data.get("secret"),
             **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at",
                                              "oauth_token_url", "oauth_client_id", "oauth_client_secret",
                                              "oauth_scope", *subscribing.STREAM_OPTIONS) if name in data},
@@ -282,10 +283,15 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         response.data["by_reason"] = by_reason
         return response
 
-    @extend_schema(request=None, responses={200: RotatedSecretSerializer})
-    @action(detail=True, methods=["post"], url_path="rotate-secret", serializer_class=NoBodySerializer)
+    @extend_schema(request=RotateSecretSerializer, responses={200: RotatedSecretSerializer})
+    @action(detail=True, methods=["post"], url_path="rotate-secret", serializer_class=RotateSecretSerializer)
     def rotate_secret(self, request, pk=None):
-        rotated = subscribing.subscription_rotate_secret(subscription=self.get_object())
+        """A new signing secret (yours, if you send one); the old one keeps signing beside it for 24 hours."""
+        subscription = self.get_object()
+        serializer = RotateSecretSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        rotated = subscribing.subscription_rotate_secret(subscription=subscription,
+                                                         secret=serializer.validated_data.get("secret"))
         return Response(RotatedSecretSerializer(rotated).data)
 
     @extend_schema(request=None, responses={202: None})

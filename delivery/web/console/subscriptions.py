@@ -17,12 +17,12 @@ from delivery.engine.confirmation import confirmation_request
 from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
-from delivery.rules import client_certificates, delivery_headers, subscription_rules
+from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.console.buttons import Button, ButtonsMixin
 from subscriptions.models import Subscription, Topic
-from subscriptions.states import EndpointState
+from subscriptions.states import EndpointState, SignatureScheme
 
 STATE_COLOURS = {EndpointState.ACTIVE: "#2e7d32", EndpointState.DISABLED: "#ef6c00",
                  EndpointState.FROZEN: "#1565c0"}
@@ -97,6 +97,22 @@ class PolicyValidatingForm(forms.ModelForm):
         return data
 
 
+class SubscriptionForm(PolicyValidatingForm):
+    new_secret = forms.CharField(
+        required=False, label="New signing secret", strip=False, widget=forms.PasswordInput(render_value=False),
+        help_text="Optional, hmac-sha256: a whsec_ secret of your own to rotate to (manage.py herald_secret makes "
+                  "one); the current one keeps signing for 24 hours. Empty: the secret stays. Never shown again.")
+
+    def clean_new_secret(self):
+        value = self.cleaned_data.get("new_secret") or ""
+        problem = signing.secret_problem(value) if value else None
+        if value and self.instance.signature_scheme == SignatureScheme.ED25519:
+            problem = "ed25519 subscriptions sign with Herald's key; a secret of your own is for hmac-sha256"
+        if problem:
+            raise forms.ValidationError(problem)
+        return value
+
+
 class ReplayForm(forms.Form):
     since = forms.DateTimeField(help_text="UTC, e.g. 2026-11-21 09:00:00")
     until = forms.DateTimeField(required=False, help_text="UTC; empty: now")
@@ -153,7 +169,7 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
     their policies tuned, and operated on with the buttons and actions."""
 
-    form = PolicyValidatingForm
+    form = SubscriptionForm
     list_display = ["id", "topic", "endpoint", "status", "raw_message_delivery", "dead_letters", "created_at"]
     list_filter = ["status", "raw_message_delivery", "endpoint__state"]
     search_fields = ["endpoint__url", "topic__name"]
@@ -161,6 +177,7 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
               "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
               "preferred_batch_size_kb", "delivery_headers_shown", "raw_message_delivery", "signature_scheme",
+              "new_secret",
               "client_certificate_status", "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at",
               "created_at", "updated_at"]  # never the secrets or the client key: set and rotate them through the API
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
@@ -185,8 +202,11 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
         """Through the same service as the API, so what must follow a change follows it here too (a new
         destination asks for consent again, turning ordering off releases what waited)."""
         changes = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data}
+        secret = changes.pop("new_secret", "")
         stored = Subscription.objects.select_related("topic", "endpoint").get(pk=obj.pk)
         form.instance = subscribing.subscription_update(subscription=stored, **changes)
+        if secret:
+            form.instance = subscribing.subscription_rotate_secret(subscription=form.instance, secret=secret)
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):
