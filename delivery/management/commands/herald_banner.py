@@ -36,6 +36,15 @@ def worker_listening() -> bool:
         return False
 
 
+def redis_in_use() -> str:
+    """Which Redis the processes use: its address, version and executable (from INFO server)."""
+    connection = redis_link.queue(AttemptQueue.DELIVERIES).connection
+    info = connection.info("server")
+    where = connection.connection_pool.connection_kwargs
+    return (f"{where.get('host', '?')}:{where.get('port', '?')}  version {info.get('redis_version', '?')}  "
+            f"{info.get('executable') or '(executable not reported)'}")
+
+
 class Command(BaseCommand):
     help = "Wait until Herald's web server and a worker are up, then print how to use them."
 
@@ -72,6 +81,7 @@ class Command(BaseCommand):
             f"  dashboard  {url}{reverse('herald:dashboard')}   (user admin, password {password})",
             f"  API        {url}{reverse('herald:api-root')}   docs {url}{reverse('herald:api-docs')}",
             f"  API token  {token.key if token else '(run: python manage.py herald_demo)'}",
+            f"  Redis      {redis_in_use()}",
             "  next       in a second terminal:  make receiver",
             "             in a third: the walkthrough in README.md (TOKEN=the token above)",
         ]
