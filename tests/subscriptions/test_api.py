@@ -1,6 +1,7 @@
 """The REST API: CRUD, ownership (404 for what is not yours), errors, pagination, filtering, publish."""
 
 import pytest
+from django.test import Client
 from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
@@ -33,6 +34,15 @@ def test_anonymous_requests_get_401():
         response = client.get(path)
         assert response.status_code == 401, path
         assert "WWW-Authenticate" in response
+
+
+def test_a_browser_that_is_not_logged_in_is_offered_a_login(user):
+    page = APIClient().get("/api/", HTTP_ACCEPT="text/html")
+    assert page.status_code == 401
+    assert '<a id="herald-login" href="/admin/login/?next=/api/">Log in</a>' in page.content.decode()
+    logged_in = Client()
+    logged_in.force_login(user)
+    assert 'id="herald-login"' not in logged_in.get("/api/", HTTP_ACCEPT="text/html").content.decode()
 
 
 def test_topic_crud(api):

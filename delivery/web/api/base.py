@@ -21,12 +21,18 @@ from delivery.web.api.parsers import SafeJSONParser
 from delivery.web.api.strict import refuse_body
 
 
+class HeraldBrowsableAPIRenderer(BrowsableAPIRenderer):
+    """DRF's browsable API, offering anonymous visitors a login link (the admin's login, back to the page after)."""
+
+    template = "herald/api.html"
+
+
 class HeraldAPI:
     authentication_classes = [HeraldTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     # JSON; multipart for the browsable API's HTML forms (URL-encoded forms get a 415 that says to send JSON).
     parser_classes = [SafeJSONParser, MultiPartParser]
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    renderer_classes = [JSONRenderer, HeraldBrowsableAPIRenderer]
     pagination_class = BoundedLimitOffsetPagination
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     schema = AutoSchema()
