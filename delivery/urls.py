@@ -10,7 +10,7 @@ from django.urls import include, path
 from rest_framework.routers import APIRootView, DefaultRouter
 
 from delivery.web.api.base import HeraldAPI
-from delivery.web.api.docs import RedocView, SchemaView, SwaggerView
+from delivery.web.api.docs import RedocView, SchemaView, SwaggerView, redoc_bundle_view
 from delivery.web.api.messages import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
 from delivery.web.api.subscriptions import EndpointViewSet, SubscriptionViewSet, TopicViewSet
 from delivery.web.console.dashboard import dashboard
@@ -45,6 +45,7 @@ docs = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", SwaggerView.as_view(url_name="herald:schema"), name="api-docs"),
     path("redoc/", RedocView.as_view(url_name="herald:schema"), name="api-redoc"),
+    path("redoc/redoc.standalone.js", redoc_bundle_view, name="api-redoc-bundle"),
 ]
 urlpatterns = [
     path("api/", include([path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"),

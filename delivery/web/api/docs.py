@@ -2,6 +2,11 @@
 same inside a host project: Swagger UI and ReDoc from drf-spectacular-sidecar's static files (no CDN: they work
 offline)."""
 
+from functools import cache
+from pathlib import Path
+
+import drf_spectacular_sidecar
+from django.http import HttpResponse
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
@@ -21,6 +26,22 @@ SCHEMA = {
     },
 }
 READERS = {"SWAGGER_UI_DIST": "SIDECAR", "SWAGGER_UI_FAVICON_HREF": "SIDECAR", "REDOC_DIST": "SIDECAR"}
+REDOC_BUNDLE = (Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar" / "redoc" /
+                "bundles" / "redoc.standalone.js")
+REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"  # the one address of another host in ReDoc's bundle
+BLANK_SVG = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E"
+
+
+@cache
+def redoc_bundle() -> bytes:
+    """ReDoc's bundle with its footer logo made a blank inline image: the docs page asks no other host for
+    anything (read once per process)."""
+    return REDOC_BUNDLE.read_bytes().replace(REDOC_LOGO.encode(), BLANK_SVG.encode())
+
+
+def redoc_bundle_view(request):
+    return HttpResponse(redoc_bundle(), content_type="application/javascript; charset=utf-8",
+                        headers={"Cache-Control": "public, max-age=86400"})
 
 
 class SchemaView(SpectacularAPIView):
