@@ -170,3 +170,13 @@ class Attempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of delivery {self.delivery_id}"
+
+
+class Dashboard(Message):
+    """No data of its own: the operators' dashboard as an entry of Herald's section of the admin index, so a host
+    project's admin links to it without overriding the admin's templates."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "delivery dashboard"
+        verbose_name_plural = "delivery dashboard (traffic, failing endpoints, dead letters, queues)"

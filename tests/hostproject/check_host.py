@@ -64,6 +64,9 @@ def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(
     for page in ("/admin/", "/admin/herald_delivery/delivery/", f"/admin/herald_delivery/message/{message_id}/change/",
                  "/admin/herald_subscriptions/endpoint/", "/herald/dashboard/", "/herald/api/"):
         assert client.get(page).status_code == 200, page
+    index = client.get("/admin/").content.decode()
+    assert 'href="/admin/herald_delivery/dashboard/"' in index  # the host's admin index links Herald's dashboard
+    assert client.get("/admin/herald_delivery/dashboard/")["Location"] == "/herald/dashboard/"
     docs = client.get("/herald/api/docs/").content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs and "cdn" not in docs
     schema = client.get("/herald/api/schema/?format=json").json()

@@ -2,13 +2,14 @@
 
 from datetime import timedelta
 
+from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count, Q
 from django.db.models.functions import TruncHour, TruncMinute
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from delivery.models import Attempt, Delivery
+from delivery.models import Attempt, Dashboard, Delivery
 from delivery.rules import client_certificates
 from delivery.rules.vocabulary import AttemptOutcome, DeliveryStatus
 from delivery.web import fanout_report, selectors
@@ -87,3 +88,26 @@ def dashboard(request):
     for delivery in context["recent_failures"]:
         delivery.reason = fanout_report.where_it_stands(delivery)
     return render(request, "admin/herald/dashboard.html", context)
+
+
+@admin.register(Dashboard)
+class DashboardEntry(admin.ModelAdmin):
+    """The admin index's link to the dashboard (any staff user may follow it; it shows what the dashboard shows)."""
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        return redirect("herald:dashboard")
