@@ -3,13 +3,16 @@
 import re
 from datetime import timedelta
 
+import psycopg
 import pytest
+from django.db import connection
 from django.utils import timezone
 from rq import Worker
 
 from delivery.engine import attempts, health
 from delivery.models import Attempt, Delivery, Replay
 from delivery.receiver import generate_secret
+from delivery.web.console.deliveries import AttemptInline
 from subscriptions.models import Endpoint, Subscription
 from tests.conftest import settle, wait_until
 from tests.receiver import Reply
@@ -209,3 +212,39 @@ def test_the_admin_rotates_to_a_secret_of_your_own(admin_client, api, receiver):
     stored = Subscription.objects.get(id=created["id"])
     assert (stored.secret, stored.previous_secret) == (mine, created["secret"])
     assert mine not in admin_client.get(page).content.decode()  # never shown again
+
+
+def test_a_deliverys_page_shows_one_moment_while_a_worker_records(admin_client, api, receiver, monkeypatch):
+    """A try recorded while the page is being read (right after "Retry now") shows neither half of it."""
+    receiver.script = [Reply(status=503)]
+    topic = api.post("/api/topics/", {"name": "moment"}, format="json").json()
+    api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
+                                     "delivery_policy": {"retrySchedule": {"delays": [3600]}}}, format="json")
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    delivery = Delivery.objects.get()
+    attempts.process([delivery.id], "deliveries")
+    db = connection.settings_dict
+    worker = psycopg.connect(f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={db['NAME']}",
+                             autocommit=True)
+    real = AttemptInline.get_queryset
+
+    def meanwhile(self, request):  # between reading the delivery and reading its attempts, a worker records a try
+        worker.execute("UPDATE herald_delivery_delivery SET status = 'succeeded', attempt_count = 2 WHERE id = %s",
+                       [delivery.id])
+        worker.execute("INSERT INTO herald_delivery_attempt (delivery_id, number, queue, started_at, duration_ms, "
+                       "request_url, request_headers, request_body, response_status, response_headers, "
+                       "response_body, error_class, error_detail, outcome) SELECT delivery_id, 2, 'manual', now(), "
+                       "1, request_url, '{}', '', 200, '{}', '', '', '', 'success' FROM herald_delivery_attempt "
+                       "WHERE delivery_id = %s", [delivery.id])
+        return real(self, request)
+
+    monkeypatch.setattr(AttemptInline, "get_queryset", meanwhile)
+    try:
+        page = admin_client.get(f"/admin/herald_delivery/delivery/{delivery.id}/change/").content.decode()
+    finally:
+        worker.close()
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    # the page before the try, consistently: its status, its words and its attempts all say one attempt failed
+    assert "Status: pending" in text and "attempt 1 of delivery" in text
+    assert "attempt 2 of delivery" not in text and "delivered after" not in text
+    assert Delivery.objects.get().status == "succeeded"  # which did happen

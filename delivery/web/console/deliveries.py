@@ -4,6 +4,7 @@ fan-out report, request and response excerpts, and the retry-now and stop-retryi
 import json
 
 from django.contrib import admin
+from django.db import router, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
@@ -123,6 +124,19 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj):
         return status_badge(obj.status)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The delivery and its attempts as of one moment: a worker recording a try while the page is read (right
+        after "Retry now", say) would otherwise show the old status beside the new attempt."""
+        with transaction.atomic(using=router.db_for_read(self.model)):
+            connection = transaction.get_connection(router.db_for_read(self.model))
+            if connection.vendor == "postgresql":  # SQLite's transactions are serializable already
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            response = super().change_view(request, object_id, form_url, extra_context)
+            if hasattr(response, "render"):  # a TemplateResponse renders later, outside this transaction: now
+                response.render()
+            return response
 
     @admin.display(description="topic", ordering="subscription__topic__name")
     def topic(self, obj):
