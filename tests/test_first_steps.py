@@ -119,7 +119,8 @@ def test_check_names_what_is_wrong():
     assert signing.check([SECRET], *args[:3], b"{ }", now=now) == "no signature matches the secret(s)"
 
 
-def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, processes, django_user_model):
+def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, processes, django_user_model,
+                                                                  caplog):
     admin = django_user_model.objects.create_superuser("admin", password="x")
     token = Token.objects.create(user=admin)
     processes.worker()
@@ -132,6 +133,8 @@ def test_make_run_ends_with_a_banner_once_web_and_a_worker_answer(live_server, p
     assert f"dashboard  {live_server.url}/dashboard/" in banner.stdout
     assert f"API token  {token.key}" in banner.stdout and "make receiver" in banner.stdout
     assert re.search(r"Redis      127\.0\.0\.1:\d+  version \d+\.\d+\.\d+  /\S*redis-server", banner.stdout)
+    assert "Unauthorized" not in caplog.text  # waiting for the web server logs no 401s
+    assert "--access-logfile" not in (ROOT / "Procfile").read_text()  # INFO: attempts and changes, not requests
 
 
 def test_a_redis_server_installed_on_the_machine_comes_before_the_bundled_one(tmp_path, monkeypatch):

@@ -56,7 +56,8 @@ class Command(BaseCommand):
     def handle(self, *args, url, timeout, exit, **options):
         deadline = time.monotonic() + timeout
         while True:
-            if web_answers(url + reverse("herald:api-root")) and worker_listening():
+            # The admin's login page answers 200 without a token: waiting for the web server logs no 401s.
+            if web_answers(url + reverse("admin:login")) and worker_listening():
                 try:
                     self.stdout.write(self.banner(url))
                     break
