@@ -210,3 +210,11 @@ def traffic(api, receiver, run_worker):
         api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json")
     settle()
     return topic, subscription
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many of the documentation's code blocks ran (tests/test_docs.py), ran elsewhere, or are marked skip."""
+    docs = sys.modules.get("tests.test_docs")
+    if docs is not None and any(docs.SUMMARY.values()):
+        counts = ", ".join(f"{n} {what}" for what, n in docs.SUMMARY.items())
+        terminalreporter.write_line(f"documentation code blocks: {counts}")
