@@ -2,9 +2,12 @@
 publishes in its transactions, receives through Herald's receiver helper, and has Herald's API, admin, dashboard
 and docs under its own URLs; its tests use the herald_outbox fixture the package installs."""
 
+import io
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rq import SimpleWorker
@@ -38,12 +41,16 @@ def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(
     api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=shop).key}")
     assert api.post("/herald/api/topics/", {"name": "orders"}, content_type="application/json").status_code == 201
     hook = f"{live_server.url}/hooks/orders/"
-    created = api.post("/herald/api/subscriptions/", {"topic": "orders", "endpoint": hook},
+    # docs/embedding.md's receiver walkthrough, step by step: make a secret, configure the view, subscribe with it.
+    out = io.StringIO()
+    call_command("herald_secret", stdout=out)
+    secret = out.getvalue().strip()
+    views.SECRETS[:] = [secret]
+    created = api.post("/herald/api/subscriptions/", {"topic": "orders", "endpoint": hook, "secret": secret},
                        content_type="application/json")
     assert created.status_code == 201, created.content
     assert created.json()["status"] == "pending_confirmation"  # Herald's default: endpoints confirm first
-    views.SECRETS[:] = [created.json()["secret"]]
-    drain()  # the confirmation request, answered by the helper
+    drain()  # the confirmation request the create asked for, verified and answered by the helper
     assert Subscription.objects.get().status == "confirmed"
 
     customer = Customer.objects.create(name="Ann", email="ann@example.com")  # an event on "customers" as well
