@@ -1,0 +1,211 @@
+"""The newcomer's clock, measured on a fresh clone: how long from nothing to the first delivery.
+
+1. Herald on its own: `git clone` → `make run` (which creates the virtualenv) → `make receiver` → README's walkthrough
+   pasted with the banner's token → the receiver prints the first delivery.
+2. Herald in a Django project: an empty virtualenv → `pip install` from the checkout → `django-admin startproject` →
+   the settings, URLs and receiver view of docs/embedding.md (its first hour) → `migrate` → runserver, a worker and
+   the scheduler → subscribe the view with a secret made by `manage.py herald_secret` → `publish()` → the view has
+   the event.
+
+    python bench/first_hour.py [--json FILE]
+
+Each step's time is printed beside the total. Ports 8000 and 6379 (make run's) must be free for part 1.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from delivery.management import localredis  # noqa: E402 (the checkout's, for part 2's Redis)
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop(processes) -> None:
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def start(command, cwd, log: Path, env=None) -> subprocess.Popen:
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True, shell=isinstance(command, str))
+
+
+def herald_alone(work: Path) -> dict:
+    """Part 1: clone → first delivery printed by `make receiver`."""
+    steps, started = {}, time.monotonic()
+    clone = work / "herald"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    steps["git clone"] = time.monotonic() - started
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    run_log, receiver_log = work / "make-run.log", work / "receiver.log"
+    processes = [start(["make", "run"], clone, run_log, env)]
+    try:
+        token = wait_for(lambda: re.search(r"API token  (\w{40})", run_log.read_text()), 600, "make run's banner")
+        steps["make run (install, migrate, start)"] = time.monotonic() - started - sum(steps.values())
+        processes.append(start(["make", "receiver"], clone, receiver_log, env))
+        wait_for(lambda: "receiving webhooks" in receiver_log.read_text(), 120, "make receiver")
+        steps["make receiver"] = time.monotonic() - started - sum(steps.values())
+        readme = (clone / "README.md").read_text()
+        script = readme.split("<!-- walkthrough -->")[1].split("```sh")[1].split("```")[0]
+        script = script.replace("paste-the-token-here", token.group(1))
+        subprocess.run(["bash", "-c", f"set -e -o pipefail\n{script}"], check=True, capture_output=True, timeout=120)
+        wait_for(lambda: "webhook-id" in receiver_log.read_text().lower(), 60, "the first delivery")
+        steps["README walkthrough → first delivery"] = time.monotonic() - started - sum(steps.values())
+    finally:
+        stop(processes)
+    return {"steps": steps, "total": time.monotonic() - started}
+
+
+SETTINGS = '''
+# --- docs/embedding.md, "2. Settings" ---
+import os
+INSTALLED_APPS += ["rest_framework", "rest_framework.authtoken", "django_filters", "drf_spectacular",
+                   "drf_spectacular_sidecar", "django_rq", "subscriptions", "delivery", "hooks"]
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+RQ_QUEUES = {"deliveries": {"URL": REDIS_URL}, "retries": {"URL": REDIS_URL}}
+STATIC_ROOT = BASE_DIR / "staticfiles"
+HERALD_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]   # a receiver on this machine, in development
+HERALD_RECEIVER_SECRETS = [os.environ["HERALD_SECRET"]]
+HERALD_PUBLIC_URL = os.environ["HERALD_PUBLIC_URL"]
+'''
+URLS = '''
+from django.contrib import admin
+from django.urls import include, path
+from hooks.views import order_events
+
+urlpatterns = [path("admin/", admin.site.urls), path("herald/", include("delivery.urls")),
+               path("hooks/orders/", order_events)]
+'''
+VIEW = '''
+import json, os
+from delivery.receiver import webhook_receiver
+
+@webhook_receiver
+def order_events(request, event):
+    with open(os.environ["RECEIVED_FILE"], "a") as received:
+        received.write(json.dumps({"type": event.type, "data": event.data}) + "\\n")
+'''
+FIRST_EVENT = '''
+from django.contrib.auth import get_user_model
+from delivery.engine.subscribing import subscription_create, topic_create
+import os, time
+shop, _ = get_user_model().objects.get_or_create(username="shop")
+topic, _ = topic_create(owner=shop, name="orders")
+subscription, _ = subscription_create(topic=topic, endpoint=os.environ["HOOK"], secret=os.environ["HERALD_SECRET"])
+deadline = time.monotonic() + 60
+while subscription.status != "confirmed" and time.monotonic() < deadline:
+    time.sleep(0.1)
+    subscription.refresh_from_db()
+print("subscription", subscription.status)
+from delivery.events import publish
+print("published", publish(topic, {"order": 1}, event_type="order.placed").id)
+'''
+
+
+def herald_embedded(work: Path) -> dict:
+    """Part 2: an empty virtualenv → the first event received by a decorated view of a new project."""
+    steps, started = {}, time.monotonic()
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{ROOT}[postgres]"],
+                   check=True, timeout=900)
+    steps["pip install (from the checkout)"] = time.monotonic() - started
+    project = work / "shopsite"
+    subprocess.run([str(venv / "bin" / "django-admin"), "startproject", "shopsite", str(work)], check=True)
+    (work / "hooks").mkdir()
+    (work / "hooks" / "__init__.py").write_text("")
+    (work / "hooks" / "views.py").write_text(VIEW)
+    with (project / "settings.py").open("a") as settings:
+        settings.write(SETTINGS)
+    (project / "urls.py").write_text(URLS)
+    steps["startproject + embedding.md's settings, URLs and view"] = time.monotonic() - started - sum(steps.values())
+    redis_port, web_port = free_port(), free_port()
+    redis = localredis.start(redis_port, tempfile.mkdtemp(prefix="herald-first-hour-"))
+    secret = subprocess.run([python, "manage.py", "herald_secret"], cwd=work, capture_output=True, text=True,
+                            env={**os.environ, "HERALD_SECRET": "x", "HERALD_PUBLIC_URL": "x",
+                                 "DJANGO_SETTINGS_MODULE": "shopsite.settings"}).stdout.strip()
+    received = work / "received.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "PYTHONPATH")}
+    env.update(REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", HERALD_SECRET=secret, RECEIVED_FILE=str(received),
+               HERALD_PUBLIC_URL=f"http://127.0.0.1:{web_port}/herald", HOOK=f"http://127.0.0.1:{web_port}/hooks/orders/",
+               DJANGO_SETTINGS_MODULE="shopsite.settings")
+    processes = []
+    try:
+        subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=work, env=env, check=True)
+        steps["herald_secret + migrate"] = time.monotonic() - started - sum(steps.values())
+        processes += [start([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{web_port}"], work,
+                            work / "web.log", env),
+                      start([python, "manage.py", "rqworker", "deliveries", "retries", "--worker-class",
+                             "delivery.engine.worker.HeraldWorker"], work, work / "worker.log", env),
+                      start([python, "manage.py", "herald_cron"], work, work / "cron.log", env)]
+        wait_for(lambda: "dispatching" in (work / "cron.log").read_text(), 120, "the scheduler")
+        steps["runserver, worker, scheduler up"] = time.monotonic() - started - sum(steps.values())
+        shell = subprocess.run([python, "manage.py", "shell", "-c", FIRST_EVENT], cwd=work, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert "subscription confirmed" in shell.stdout, shell.stdout + shell.stderr
+        wait_for(lambda: received.exists() and "order.placed" in received.read_text(), 60, "the view's event")
+        steps["subscribe with the secret (confirmed) → publish → the view has it"] = (
+            time.monotonic() - started - sum(steps.values()))
+    finally:
+        stop(processes)
+        redis.terminate()
+    return {"steps": steps, "total": time.monotonic() - started}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--only", choices=("alone", "embedded"))
+    args = parser.parse_args()
+    results = {}
+    for name, part in (("alone", herald_alone), ("embedded", herald_embedded)):
+        if args.only and args.only != name:
+            continue
+        work = Path(tempfile.mkdtemp(prefix=f"herald-first-hour-{name}-"))
+        try:
+            results[name] = part(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"\n{name}: {results[name]['total']:.0f} s")
+        for step, seconds in results[name]["steps"].items():
+            print(f"  {seconds:6.1f} s  {step}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
