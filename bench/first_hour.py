@@ -141,7 +141,13 @@ def herald_embedded(work: Path) -> dict:
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{ROOT}[postgres]"],
+    source = work / "source"  # what `pip install <git URL>` sees (and building it writes nothing into the checkout)
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("subscriptions", "delivery"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{source}[postgres]"],
                    check=True, timeout=900)
     steps["pip install (from the checkout)"] = time.monotonic() - started
     project = work / "shopsite"
