@@ -31,6 +31,11 @@ DEFAULTS: dict[str, object] = {
     "ATTEMPT_RETENTION_DAYS": 30,
     "MESSAGE_RETENTION_DAYS": 30,
     "MAX_REPLAY_MESSAGES": 100_000,
+    # Per-owner quotas (docs/security.md): a tenant's share of what everyone shares.
+    "MAX_SUBSCRIPTIONS_PER_OWNER": 100_000,
+    "MAX_REPLAYS_PER_HOUR": 10,
+    "RESEND_INTERVAL_SECONDS": 60,
+    "MAX_RESENDS_PER_HOUR": 30,
     # Engine tuning (docs/architecture.md).
     "MAX_IN_FLIGHT": 512,
     "MAX_IN_FLIGHT_PER_ENDPOINT": 32,

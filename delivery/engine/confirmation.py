@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald
-from delivery.engine import lifecycle
+from delivery.engine import lifecycle, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
 from delivery.rules.vocabulary import AttemptQueue
@@ -57,6 +57,15 @@ def confirmation_request(*, subscription: Subscription, now=None) -> None:
     subscription.save(update_fields=["confirmation_token_hash", "confirmation_expires_at", "updated_at"])
     queue = django_rq.get_queue(AttemptQueue.DELIVERIES)
     transaction.on_commit(lambda: queue.enqueue(send_confirmation_request, subscription.id, result_ttl=0))
+
+
+def confirmation_resend(*, subscription: Subscription, now=None) -> None:
+    """By hand (the API, the admin): a new token to a subscription awaiting confirmation, within the quotas."""
+    if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
+        raise ApplicationError("The subscription is already confirmed.", status_code=409)
+    now = now or timezone.now()
+    quotas.resend(subscription, now)
+    confirmation_request(subscription=subscription, now=now)
 
 
 def subscription_confirm(*, token: str, subscription: Subscription | None = None, now=None) -> Subscription:

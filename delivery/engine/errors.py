@@ -4,12 +4,14 @@
 class ApplicationError(Exception):
     """Raised by services; the API turns it into a clean 4xx."""
 
-    def __init__(self, message: str, *, status_code: int = 400, field: str | None = None, extra: dict | None = None):
+    def __init__(self, message: str, *, status_code: int = 400, field: str | None = None, extra: dict | None = None,
+                 retry_after: int | None = None):
         super().__init__(message)
         self.message = message
         self.status_code = status_code
         self.field = field
         self.extra = extra or {}
+        self.retry_after = retry_after  # seconds: the API's Retry-After (a quota's window)
 
     def as_payload(self) -> dict:
         if self.field:

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import fanout, lifecycle
+from delivery.engine import fanout, lifecycle, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message, Replay
 from delivery.rules import filter_policy as filters
@@ -38,6 +38,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
     if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
         raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
                                status_code=409)
+    quotas.replay(subscription.topic.owner, now)
     window = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since, published_at__lt=until)
     limit = herald.MAX_REPLAY_MESSAGES
     if window[limit:limit + 1].exists():

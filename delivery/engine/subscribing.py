@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import lifecycle
+from delivery.engine import lifecycle, quotas
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.rules import policy as delivery_policy
@@ -147,6 +147,7 @@ def subscription_create(
                     f"different {' and '.join(different)}; change it with PATCH /api/subscriptions/{existing.id}/.",
                     field="endpoint", status_code=409)
             return existing, None
+        quotas.subscriptions(topic.owner)
         confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,

@@ -17,7 +17,8 @@ from delivery.web.api.authentication import HOW
 
 def api_exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
-        return Response(exc.as_payload(), status=exc.status_code)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+        return Response(exc.as_payload(), status=exc.status_code, headers=headers)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response({"detail": f"The request body is larger than {limit} bytes."},

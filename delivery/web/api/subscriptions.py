@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from delivery.conf import herald
 from delivery.engine import health, recovery, replay, subscribing
-from delivery.engine.confirmation import confirmation_request, subscription_confirm
+from delivery.engine.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import Entry, entry_from, message_publish, message_publish_batch
 from delivery.models import Delivery
@@ -297,10 +297,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     @extend_schema(request=None, responses={202: None})
     @action(detail=True, methods=["post"], url_path="resend-confirmation", serializer_class=NoBodySerializer)
     def resend_confirmation(self, request, pk=None):
-        subscription = self.get_object()
-        if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
-            raise ApplicationError("The subscription is already confirmed.", status_code=409)
-        confirmation_request(subscription=subscription)
+        confirmation_resend(subscription=self.get_object())
         return Response({"detail": "A new confirmation request is on its way."}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(parameters=[OpenApiParameter("token", str, required=True)], responses={200: None})

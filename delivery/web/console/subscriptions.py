@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from delivery.engine import recovery, replay, subscribing
-from delivery.engine.confirmation import confirmation_request
+from delivery.engine.confirmation import confirmation_resend
 from delivery.engine.effective import policy_for, subscription_policy, system_default
 from delivery.engine.errors import ApplicationError
 from delivery.engine.subscribing import validate_policy
@@ -160,7 +160,7 @@ def _resume(request, subscription):
 
 
 def _resend_confirmation(request, subscription):
-    confirmation_request(subscription=subscription)
+    confirmation_resend(subscription=subscription)
     return "A new confirmation request is on its way to the endpoint."
 
 
