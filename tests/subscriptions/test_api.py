@@ -188,7 +188,8 @@ def test_only_confirmed_matching_subscriptions_get_deliveries(api):
     create_subscription(api, topic["id"], url="http://127.0.0.1:9/all")
     create_subscription(api, topic["id"], url="http://127.0.0.1:9/eu", filter_policy={"region": ["eu"]})
     pending = create_subscription(api, topic["id"], url="http://127.0.0.1:9/pending")
-    Subscription.objects.filter(id=pending["id"]).update(status="pending_confirmation")
+    # never confirmed (a confirmed_at would make it one awaiting a changed endpoint's consent: held, not skipped)
+    Subscription.objects.filter(id=pending["id"]).update(status="pending_confirmation", confirmed_at=None)
     url = f"/api/topics/{topic['id']}/publish/"
     assert api.post(url, {"payload": 1, "attributes": {"region": "us"}}, format="json").json()["deliveries"] == 1
     assert api.post(url, {"payload": 1, "attributes": {"region": "eu"}}, format="json").json()["deliveries"] == 2
