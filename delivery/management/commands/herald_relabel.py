@@ -27,7 +27,7 @@ class Command(BaseCommand):
 
     def relabel(self, old: str, new: str, tables: set[str]) -> None:
         models = list(apps.get_app_config(new).get_models())
-        moves = [(model, f"{old}_{model._meta.model_name}") for model in models]
+        moves = [(model, f"{old}_{model._meta.model_name}") for model in models if not model._meta.proxy]
         if not all(old_table in tables for _, old_table in moves):
             self.stdout.write(f"{new}: nothing to relabel.")
             return
@@ -40,7 +40,7 @@ class Command(BaseCommand):
             cursor.execute("UPDATE django_migrations SET app = %s WHERE app = %s AND name IN ({})".format(
                 ", ".join(["%s"] * len(names))), [new, old, *names])
             if "django_content_type" in connection.introspection.table_names():
-                model_names = [model._meta.model_name for model, _ in moves]
+                model_names = [model._meta.model_name for model in models]  # proxies have content types too
                 cursor.execute("UPDATE django_content_type SET app_label = %s WHERE app_label = %s AND model IN ({})"
                                .format(", ".join(["%s"] * len(model_names))), [new, old, *model_names])
         self.stdout.write(self.style.SUCCESS(f"{old} → {new}: {len(moves)} tables, migration records and content "
