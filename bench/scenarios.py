@@ -99,7 +99,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
             try:
                 requests.get(f"{self.api}/", timeout=1)
                 return
-            except requests.RequestException:  # not listening yet, or too busy starting to answer within 1 s
+            except requests.ConnectionError:
                 time.sleep(0.1)
         raise RuntimeError("gunicorn did not start")
 
