@@ -9,11 +9,9 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - a backlog drained by 2 workers, beside a single-thread `requests.Session` loop to the same receiver;
 - a receiver answering after 200 ms, beside an asyncio client keeping 256 requests in flight;
 - one endpoint hanging until its timeout among 19 fast ones, beside the same 19 without it;
-- fan-out to 10,000 subscriptions; the workers' peak RSS;
-- noisy neighbour: a quiet owner's publish → receipt alone and while another owner's 40,000 deliveries drain,
-  beside twice its time alone plus 50 ms; the flood's drain rate beside its rate alone.
+- fan-out to 10,000 subscriptions; the workers' peak RSS.
 
-    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE] [--only noisy-neighbour]
+    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
 """
 
 import argparse
@@ -212,24 +210,10 @@ print(topic.id)""")
         return finished - min(t for t, _, _ in self.received())
 
     # --- clients ---------------------------------------------------------------------------------------------
-    def session(self, token: str | None = None) -> requests.Session:
+    def session(self) -> requests.Session:
         session = requests.Session()
-        session.headers["Authorization"] = f"Token {token or self.token}"
+        session.headers["Authorization"] = f"Token {self.token}"
         return session
-
-    def other_owner(self, name: str, path: str) -> tuple[int, str]:
-        """A second owner with a topic of its own and one subscription of the receiver's `path`: (topic, token)."""
-        out = self.django(f"""
-from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
-from subscriptions.models import Endpoint, Subscription, Topic
-user, _ = get_user_model().objects.get_or_create(username={name!r})
-topic = Topic.objects.create(owner=user, name={name!r})
-endpoint = Endpoint.objects.create(owner=user, url="http://127.0.0.1:{self.receiver_port}/{path}/0")
-Subscription.objects.create(topic=topic, endpoint=endpoint, status="confirmed", delivery_policy={FAST_POLICY!r})
-print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
-        topic, token = out.strip().splitlines()[-1].split()
-        return int(topic), token
 
     def publish_many(self, topic: int, count: int, *, batch: int = 0) -> tuple[float, list[float]]:
         """Publish `count` messages from THREADS threads as fast as they go; (msgs/s, latencies in ms)."""
@@ -271,17 +255,15 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
             thread.join()
         return done[0] / seconds
 
-    def steady(self, topic: int, rate: float, seconds: float, *, token: str | None = None,
-               prefix: str | None = None) -> dict:
-        """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt (of
-        the endpoints under `prefix`, if given, while others may be receiving too)."""
+    def steady(self, topic: int, rate: float, seconds: float) -> dict:
+        """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt."""
         publish_ms: list[float] = []
         sent_at: dict[str, float] = {}
         sessions = threading.local()
         lock = threading.Lock()
 
         def one(n: int, due: float) -> None:
-            session = getattr(sessions, "s", None) or self.session(token)
+            session = getattr(sessions, "s", None) or self.session()
             sessions.s = session
             began = time.time()
             response = session.post(f"{self.api}/topics/{topic}/publish/", json={"payload": {"n": n}}, timeout=30)
@@ -297,7 +279,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
                 time.sleep(max(0.0, due - time.perf_counter()))
                 pool.submit(one, n, due)
         achieved = total / (time.perf_counter() - started)
-        self.wait_delivered(total, prefix=prefix, timeout=120)
+        self.wait_delivered(total, timeout=120)
         receipt_ms = [(t - sent_at[i]) * 1000 for t, i, _ in self.received() if i in sent_at]
         return {"target": rate, "achieved": round(achieved, 1), "publish_p50_ms": round(pct(publish_ms, 0.5), 1),
                 "publish_p99_ms": round(pct(publish_ms, 0.99), 1),
@@ -334,60 +316,17 @@ def peak_rss_kb(pid: int) -> int:
         return 0
 
 
-def reporter(rows: list[dict]):
+def scenarios(bench: Bench, quick: bool) -> list[dict]:
+    scale = 0.3 if quick else 1.0
+    rows: list[dict] = []
+    fast_url = f"http://127.0.0.1:{bench.receiver_port}/fast/0"
+
     def row(name, value, unit, ceiling=None, ceiling_name="", **extra):
         entry = {"scenario": name, "value": round(value, 1), "unit": unit, "ceiling": ceiling and round(ceiling, 1),
                  "ceiling_name": ceiling_name, **extra}
         ratio = f"  = {value / ceiling:.2f}× {ceiling_name} ({ceiling:,.0f})" if ceiling else ""
         print(f"{name:<52}{value:>10,.1f} {unit}{ratio}", flush=True)
         rows.append(entry)
-    return row
-
-
-def noisy_neighbour(bench: Bench, quick: bool) -> list[dict]:
-    """A quiet owner publishing 5 msgs/s, alone and while another owner's flood of 2,000 messages × 20 endpoints
-    (40,000 deliveries) drains; the flood's drain rate beside its rate with nobody else publishing."""
-    rows: list[dict] = []
-    row = reporter(rows)
-    messages, endpoints = int(2000 * (0.3 if quick else 1.0)), 20
-
-    def flood() -> int:
-        topic = bench.reset({"flood": endpoints})
-        bench.publish_many(topic, messages, batch=100)
-        return messages * endpoints
-
-    flood_total = flood()  # the flood alone
-    bench.start_engine()
-    alone_rate = flood_total / bench.wait_delivered(flood_total, prefix="flood")
-    bench.stop_engine()
-    bench.reset({"flood": endpoints})  # the quiet owner alone
-    quiet, token = bench.other_owner("quiet", "quiet")
-    bench.start_engine()
-    time.sleep(2)
-    baseline = bench.steady(quiet, 5, 10, token=token, prefix="quiet")
-    bench.stop_engine()
-    flood_total = flood()  # both: the flood queued, then the quiet owner publishes while it drains
-    quiet, token = bench.other_owner("quiet2", "quiet")
-    bench.start_engine()
-    time.sleep(2)  # the workers up and the flood draining (it takes tens of seconds): now the quiet owner publishes
-    during = bench.steady(quiet, 5, 10, token=token, prefix="quiet")
-    during_rate = flood_total / bench.wait_delivered(flood_total, prefix="flood")
-    bench.stop_engine()
-    row("quiet owner publish→receipt p99, alone", baseline["receipt_p99_ms"], "ms",
-        p50_ms=baseline["receipt_p50_ms"])
-    row(f"quiet owner publish→receipt p99, beside {flood_total:,} of another's", during["receipt_p99_ms"], "ms",
-        2 * baseline["receipt_p99_ms"] + 50, "2× alone + 50 ms", p50_ms=during["receipt_p50_ms"])
-    print(f"{'':<52}p50 alone {baseline['receipt_p50_ms']} ms, beside the flood {during['receipt_p50_ms']} ms")
-    row(f"flood of {flood_total:,} drained beside the quiet owner", during_rate, "deliveries/s", alone_rate,
-        "the flood alone")
-    return rows
-
-
-def scenarios(bench: Bench, quick: bool) -> list[dict]:
-    scale = 0.3 if quick else 1.0
-    rows: list[dict] = []
-    fast_url = f"http://127.0.0.1:{bench.receiver_port}/fast/0"
-    row = reporter(rows)
 
     # Publishing, workers stopped.
     root = bench.api_root_rate()
@@ -470,7 +409,6 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     row(f"fan-out {messages} msgs × {subscriptions} subscriptions", messages * subscriptions / seconds,
         "deliveries/s", loop, "requests.Session loop", publish_p50_ms=round(pct(latencies, 0.5), 1))
     print(f"{'':<52}publish answered in p50 {pct(latencies, 0.5):.0f} ms (fan-out written by a job)")
-    rows += noisy_neighbour(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
@@ -499,7 +437,6 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="about a third of the work of each scenario")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--chart", help="write an SVG chart here")
-    parser.add_argument("--only", choices=["noisy-neighbour"], help="run only this scenario")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="herald-bench-")
     os.chmod(workdir, 0o755)
@@ -507,7 +444,7 @@ def main() -> int:
           f"Linux {os.uname().release}", flush=True)
     bench = Bench(workdir)
     try:
-        rows = noisy_neighbour(bench, args.quick) if args.only else scenarios(bench, args.quick)
+        rows = scenarios(bench, args.quick)
     finally:
         bench.close()
     if args.json:

@@ -77,9 +77,6 @@ def due_in_turn(now, count: int, full: list[int]) -> tuple[list[tuple], bool]:
     if not owners:
         return [], False
     quota = max(1, -(-count // len(owners)))  # each owner's share of the read, rounded up
-    # The row comparison is the owner index's own range (owner, next_attempt_at): with it the planner reads each
-    # owner's oldest due rows there, never the due-time index filtered by owner (which, beside one owner's million
-    # due rows, would read them all to find another owner's one).
     table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
     with connection.cursor() as cursor:
         cursor.execute(
@@ -87,11 +84,11 @@ def due_in_turn(now, count: int, full: list[int]) -> tuple[list[tuple], bool]:
                 FROM unnest(%s::bigint[]) AS o(owner_id)
                 CROSS JOIN LATERAL (
                     SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id FROM {table} d
-                    WHERE (d.owner_id, d.next_attempt_at) BETWEEN (o.owner_id, '-infinity') AND (o.owner_id, %s)
-                      AND d.status = %s AND NOT (d.endpoint_id = ANY(%s::bigint[]))
-                    ORDER BY d.owner_id, d.next_attempt_at LIMIT %s) c
+                    WHERE d.owner_id = o.owner_id AND d.status = %s AND d.next_attempt_at <= %s
+                      AND NOT (d.endpoint_id = ANY(%s::bigint[]))
+                    ORDER BY d.next_attempt_at LIMIT %s) c
                 JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id""",
-            [owners, now, DeliveryStatus.PENDING, full, quota])
+            [owners, DeliveryStatus.PENDING, now, full, quota])
         rows = cursor.fetchall()
     per_owner = Counter(row[4] for row in rows)
     return in_turn(rows), any(n == quota for n in per_owner.values())
