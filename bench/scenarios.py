@@ -182,12 +182,10 @@ print(topic.id)""")
                SELECT gen_random_uuid(), %s, '1', false, 'backlog', '', '{}', now(), '', false
                FROM generate_series(1, %s)""", [topic, count])
         self.db.execute(
-            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, owner_id, status,
-                                              next_attempt_at, attempt_count, budget_attempts, dead_letter_reason,
-                                              created_at)
-               SELECT m.id, %s, %s, t.owner_id, 'pending', now() + interval '1 day', 0, 0, '', now()
-               FROM herald_delivery_message m JOIN herald_subscriptions_topic t ON t.id = m.topic_id
-               WHERE m.event_type = 'backlog'""", [subscription, endpoint])
+            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
+                                              attempt_count, budget_attempts, dead_letter_reason, created_at)
+               SELECT id, %s, %s, 'pending', now() + interval '1 day', 0, 0, '', now()
+               FROM herald_delivery_message WHERE event_type = 'backlog'""", [subscription, endpoint])
         self.db.execute("ANALYZE herald_delivery_delivery")
         rows = self.db.execute(
             """EXPLAIN (ANALYZE, BUFFERS) SELECT id, endpoint_id FROM herald_delivery_delivery
