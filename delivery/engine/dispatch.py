@@ -156,13 +156,17 @@ def reconcile(now=None) -> dict:
     return done
 
 
-def sleep_until_due(max_seconds: float) -> None:
+def sleep_until_due(max_seconds: float, dispatched_at=None) -> None:
     """Sleep until the next retry is due, a worker wakes us, or `max_seconds` pass, whichever is first.
+
+    `dispatched_at`: the time the last `dispatch_due` looked at. What fell due since then has not been dispatched
+    yet, so it ends the sleep at once: looking only at rows due after *now* would miss a retry that fell due while
+    the tick was busy (its reconcile, a loaded machine) and dispatch it a whole `max_seconds` late.
 
     Redis times out blocking pops only to about 100 ms (its `hz`), so the last stretch before a due time is a
     plain sleep: that keeps dispatch within a few milliseconds of the schedule.
     """
-    due = next_due_at()
+    due = next_due_at(dispatched_at)
     timeout = max_seconds
     if due is not None:
         timeout = min(timeout, max(0.0, (due - timezone.now()).total_seconds()))

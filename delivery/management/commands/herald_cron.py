@@ -13,6 +13,7 @@ import time
 
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
+from django.utils import timezone
 
 from delivery.conf import herald
 from delivery.engine import availability, dispatch, retention
@@ -44,7 +45,8 @@ class Command(BaseCommand):
                 ready = True
             try:
                 close_old_connections()
-                dispatch.dispatch_due()
+                dispatched_at = timezone.now()
+                dispatch.dispatch_due(dispatched_at)
                 if time.monotonic() - last_reconcile >= herald.RECONCILE_INTERVAL_SECONDS or once:
                     dispatch.reconcile()
                     last_reconcile = time.monotonic()
@@ -55,7 +57,7 @@ class Command(BaseCommand):
                     return
                 if availability.anything_down():  # a tick went on without Redis: is it back? (logged once)
                     availability.unreachable()
-                dispatch.sleep_until_due(interval)
+                dispatch.sleep_until_due(interval, dispatched_at)
             except Exception as exc:
                 waited = False
                 if availability.is_outage(exc) and availability.unreachable():

@@ -2,8 +2,11 @@
 Redis: one pump waits per queue however many ask, a started pump lets the next ask queue another, a wake-up is one
 element however many wake, and a lost Redis costs a log line, not an exception."""
 
+from datetime import timedelta
+
 import pytest
 import redis
+from django.utils import timezone
 
 from delivery.engine import dispatch, queues, redis_link, wakeup
 
@@ -37,3 +40,27 @@ def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_con
     wakeup.wake_scheduler()
     assert queues.work_sequence("deliveries") == -1
     assert "waiting for Redis" in caplog.text or "could not" in caplog.text
+
+
+def test_a_retry_that_fell_due_during_the_tick_ends_the_schedulers_sleep_at_once(user, redis_conn, monkeypatch):
+    """A retry due between the tick's dispatch and its sleep was dispatched by nobody: sleeping until the next
+    retry due after *now* (or the whole interval) would send it a tick late."""
+    from delivery.engine.publishing import message_publish
+    from delivery.engine.subscribing import subscription_create, topic_create
+    from delivery.models import Delivery
+
+    topic, _ = topic_create(owner=user, name="late")
+    subscription_create(topic=topic, endpoint="http://127.0.0.1:9/hook")
+    message_publish(topic=topic, payload={})
+    now = timezone.now()
+    Delivery.objects.update(next_attempt_at=now - timedelta(milliseconds=50))  # fell due after the dispatch
+    slept = []
+    monkeypatch.setattr(dispatch.time, "sleep", slept.append)
+    blocking = type("Redis", (), {"blpop": lambda self, keys, timeout: slept.append(timeout)})()
+    monkeypatch.setattr(dispatch, "redis", lambda: blocking)
+
+    dispatch.sleep_until_due(1.0, dispatched_at=now - timedelta(milliseconds=100))
+    assert slept == []  # back at once: the next tick dispatches it
+
+    dispatch.sleep_until_due(1.0, dispatched_at=now)  # dispatched already: the pumps' business
+    assert slept and max(slept) > 0.5
