@@ -9,9 +9,11 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - a backlog drained by 2 workers, beside a single-thread `requests.Session` loop to the same receiver;
 - a receiver answering after 200 ms, beside an asyncio client keeping 256 requests in flight;
 - one endpoint hanging until its timeout among 19 fast ones, beside the same 19 without it;
-- fan-out to 10,000 subscriptions; the workers' peak RSS.
+- fan-out to 10,000 subscriptions; the workers' peak RSS;
+- noisy neighbour: a quiet owner's publish → receipt alone and while another owner's 40,000 deliveries drain,
+  beside twice its time alone plus 50 ms; the flood's drain rate beside its rate alone.
 
-    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
+    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE] [--only noisy-neighbour]
 """
 
 import argparse
@@ -77,6 +79,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
         self.api = f"http://127.0.0.1:{self.web_port}/api"
         self.wait_for_web()
         self.engine: list[subprocess.Popen] = []
+        self.receivers: list[subprocess.Popen] = []  # more receivers (other tenants' servers)
         self.peak_rss_kb = 0
         self.db = None
 
@@ -97,7 +100,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
             try:
                 requests.get(f"{self.api}/", timeout=1)
                 return
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or too busy starting to answer within 1 s
                 time.sleep(0.1)
         raise RuntimeError("gunicorn did not start")
 
@@ -121,7 +124,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
     def close(self) -> None:
         if self.engine:
             self.stop_engine()
-        for process in (self.web, self.receiver):
+        for process in (self.web, self.receiver, *self.receivers):
             process.terminate()
             process.wait(30)
         if self.db is not None:
@@ -182,36 +185,62 @@ print(topic.id)""")
                SELECT gen_random_uuid(), %s, '1', false, 'backlog', '', '{}', now(), '', false
                FROM generate_series(1, %s)""", [topic, count])
         self.db.execute(
-            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
-                                              attempt_count, budget_attempts, dead_letter_reason, created_at)
-               SELECT id, %s, %s, 'pending', now() + interval '1 day', 0, 0, '', now()
-               FROM herald_delivery_message WHERE event_type = 'backlog'""", [subscription, endpoint])
+            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, owner_id, status,
+                                              next_attempt_at, attempt_count, budget_attempts, dead_letter_reason,
+                                              created_at)
+               SELECT m.id, %s, %s, t.owner_id, 'pending', now() + interval '1 day', 0, 0, '', now()
+               FROM herald_delivery_message m JOIN herald_subscriptions_topic t ON t.id = m.topic_id
+               WHERE m.event_type = 'backlog'""", [subscription, endpoint])
         self.db.execute("ANALYZE herald_delivery_delivery")
         rows = self.db.execute(
             """EXPLAIN (ANALYZE, BUFFERS) SELECT id, endpoint_id FROM herald_delivery_delivery
                WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1024""")
         return "\n".join(line for (line,) in rows)
 
-    def received(self) -> list[tuple[float, str, str]]:
-        with open(self.received_log) as f:
+    def received(self, log: str | None = None) -> list[tuple[float, str, str]]:
+        with open(log or self.received_log) as f:
             return [(float(t), i, p) for t, i, p in (line.split() for line in f if line.strip())]
 
     def wait_delivered(self, expected: int, *, prefix: str | None = None, timeout: float = 600) -> float:
         """Seconds from the first request the receiver saw until `expected` deliveries (of endpoints under
         `prefix`) had succeeded: the engine's start-up (imports, connections) is not part of a drain."""
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), time.time()
         while self.succeeded(prefix) < expected:
             if time.perf_counter() - started > timeout:
                 raise RuntimeError(f"only {self.succeeded(prefix)}/{expected} delivered in {timeout} s")
             time.sleep(0.05)
         finished = time.time()
-        return finished - min(t for t, _, _ in self.received())
+        return finished - min((t for t, _, _ in self.received()), default=started_at)
 
     # --- clients ---------------------------------------------------------------------------------------------
-    def session(self) -> requests.Session:
+    def session(self, token: str | None = None) -> requests.Session:
         session = requests.Session()
-        session.headers["Authorization"] = f"Token {self.token}"
+        session.headers["Authorization"] = f"Token {token or self.token}"
         return session
+
+    def own_receiver(self) -> tuple[int, str]:
+        """A receiver process of its own (another tenant's server): (port, its log)."""
+        port, log = localredis.free_port(), os.path.join(self.workdir, f"received-{len(self.receivers)}.log")
+        process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "receiver.py"), str(port), log],
+                                   stdout=subprocess.PIPE)
+        process.stdout.readline()
+        self.receivers.append(process)
+        return port, log
+
+    def other_owner(self, name: str, path: str, port: int | None = None) -> tuple[int, str]:
+        """A second owner with a topic of its own and one subscription of `path` on the receiver at `port` (the
+        shared one if not given): (topic, token)."""
+        out = self.django(f"""
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from subscriptions.models import Endpoint, Subscription, Topic
+user, _ = get_user_model().objects.get_or_create(username={name!r})
+topic = Topic.objects.create(owner=user, name={name!r})
+endpoint = Endpoint.objects.create(owner=user, url="http://127.0.0.1:{port or self.receiver_port}/{path}/0")
+Subscription.objects.create(topic=topic, endpoint=endpoint, status="confirmed", delivery_policy={FAST_POLICY!r})
+print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
+        topic, token = out.strip().splitlines()[-1].split()
+        return int(topic), token
 
     def publish_many(self, topic: int, count: int, *, batch: int = 0) -> tuple[float, list[float]]:
         """Publish `count` messages from THREADS threads as fast as they go; (msgs/s, latencies in ms)."""
@@ -253,15 +282,17 @@ print(topic.id)""")
             thread.join()
         return done[0] / seconds
 
-    def steady(self, topic: int, rate: float, seconds: float) -> dict:
-        """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt."""
+    def steady(self, topic: int, rate: float, seconds: float, *, token: str | None = None,
+               prefix: str | None = None, log: str | None = None) -> dict:
+        """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt (of
+        the endpoints under `prefix`, if given, while others may be receiving too)."""
         publish_ms: list[float] = []
         sent_at: dict[str, float] = {}
         sessions = threading.local()
         lock = threading.Lock()
 
         def one(n: int, due: float) -> None:
-            session = getattr(sessions, "s", None) or self.session()
+            session = getattr(sessions, "s", None) or self.session(token)
             sessions.s = session
             began = time.time()
             response = session.post(f"{self.api}/topics/{topic}/publish/", json={"payload": {"n": n}}, timeout=30)
@@ -277,8 +308,8 @@ print(topic.id)""")
                 time.sleep(max(0.0, due - time.perf_counter()))
                 pool.submit(one, n, due)
         achieved = total / (time.perf_counter() - started)
-        self.wait_delivered(total, timeout=120)
-        receipt_ms = [(t - sent_at[i]) * 1000 for t, i, _ in self.received() if i in sent_at]
+        self.wait_delivered(total, prefix=prefix, timeout=120)
+        receipt_ms = [(t - sent_at[i]) * 1000 for t, i, _ in self.received(log) if i in sent_at]
         return {"target": rate, "achieved": round(achieved, 1), "publish_p50_ms": round(pct(publish_ms, 0.5), 1),
                 "publish_p99_ms": round(pct(publish_ms, 0.99), 1),
                 "receipt_p50_ms": round(pct(receipt_ms, 0.5), 1), "receipt_p99_ms": round(pct(receipt_ms, 0.99), 1)}
@@ -314,17 +345,81 @@ def peak_rss_kb(pid: int) -> int:
         return 0
 
 
-def scenarios(bench: Bench, quick: bool) -> list[dict]:
-    scale = 0.3 if quick else 1.0
-    rows: list[dict] = []
-    fast_url = f"http://127.0.0.1:{bench.receiver_port}/fast/0"
-
+def reporter(rows: list[dict]):
     def row(name, value, unit, ceiling=None, ceiling_name="", **extra):
         entry = {"scenario": name, "value": round(value, 1), "unit": unit, "ceiling": ceiling and round(ceiling, 1),
                  "ceiling_name": ceiling_name, **extra}
         ratio = f"  = {value / ceiling:.2f}× {ceiling_name} ({ceiling:,.0f})" if ceiling else ""
         print(f"{name:<52}{value:>10,.1f} {unit}{ratio}", flush=True)
         rows.append(entry)
+    return row
+
+
+def noisy_neighbour(bench: Bench, quick: bool) -> list[dict]:
+    """A quiet owner publishing 5 msgs/s to a server of its own, alone and while another owner's flood of 2,000
+    messages × 20 endpoints (40,000 deliveries) drains; the flood's drain rate beside its rate with nobody else
+    publishing. (The quiet owner's receiver is its own process: on the flood's receiver its requests would queue
+    behind the flood's in that server, which is the receiver's capacity, not Herald's fairness.) Each quiet run
+    starts after a warm-up message, so a worker's first job is not in the figures."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    messages, endpoints = int(2000 * (0.3 if quick else 1.0)), 20
+
+    def flood() -> int:
+        topic = bench.reset({"flood": endpoints})
+        bench.publish_many(topic, messages, batch=100)
+        return messages * endpoints
+
+    flood_total = flood()  # the flood alone
+    bench.start_engine()
+    alone_rate = flood_total / bench.wait_delivered(flood_total, prefix="flood")
+    bench.stop_engine()
+    port, log = bench.own_receiver()
+
+    def warm(topic, token):
+        bench.session(token).post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up"}, timeout=30)
+        deadline = time.time() + 30
+        while not any(True for _ in bench.received(log)) and time.time() < deadline:
+            time.sleep(0.05)
+        open(log, "w").close()
+
+    bench.reset({"flood": endpoints})  # the quiet owner alone
+    quiet, token = bench.other_owner("quiet", "quiet", port)
+    bench.start_engine()
+    warm(quiet, token)
+    baseline = bench.steady(quiet, 5, 20, token=token, prefix="quiet", log=log)
+    bench.stop_engine()
+    flood_total = flood()  # both: the flood queued, then the quiet owner publishes while it drains
+    quiet, token = bench.other_owner("quiet2", "quiet", port)
+    bench.start_engine()
+    warm(quiet, token)  # the workers up and the flood draining (it takes tens of seconds)
+    during = bench.steady(quiet, 5, 20, token=token, prefix="quiet", log=log)
+    waits = bench.db.execute(
+        """SELECT extract(epoch FROM a.started_at - m.published_at) * 1000, a.duration_ms
+           FROM herald_delivery_attempt a JOIN herald_delivery_delivery d ON d.id = a.delivery_id
+           JOIN herald_delivery_message m ON m.id = d.message_id JOIN auth_user u ON u.id = d.owner_id
+           WHERE u.username = 'quiet2' AND a.number = 1""").fetchall()
+    during_rate = flood_total / bench.wait_delivered(flood_total, prefix="flood")
+    bench.stop_engine()
+    claim_ms, send_ms = [float(w) for w, _ in waits], [float(d) for _, d in waits]
+    print(f"{'':<52}beside the flood: publish p50/p99 {during['publish_p50_ms']}/{during['publish_p99_ms']} ms; "
+          f"published → sent p50/p99 {pct(claim_ms, 0.5):.0f}/{pct(claim_ms, 0.99):.0f} ms; "
+          f"send p50/p99 {pct(send_ms, 0.5):.0f}/{pct(send_ms, 0.99):.0f} ms")
+    row("quiet owner publish→receipt p99, alone", baseline["receipt_p99_ms"], "ms",
+        p50_ms=baseline["receipt_p50_ms"])
+    row(f"quiet owner publish→receipt p99, beside {flood_total:,} of another's", during["receipt_p99_ms"], "ms",
+        2 * baseline["receipt_p99_ms"] + 50, "2× alone + 50 ms", p50_ms=during["receipt_p50_ms"])
+    print(f"{'':<52}p50 alone {baseline['receipt_p50_ms']} ms, beside the flood {during['receipt_p50_ms']} ms")
+    row(f"flood of {flood_total:,} drained beside the quiet owner", during_rate, "deliveries/s", alone_rate,
+        "the flood alone")
+    return rows
+
+
+def scenarios(bench: Bench, quick: bool) -> list[dict]:
+    scale = 0.3 if quick else 1.0
+    rows: list[dict] = []
+    fast_url = f"http://127.0.0.1:{bench.receiver_port}/fast/0"
+    row = reporter(rows)
 
     # Publishing, workers stopped.
     root = bench.api_root_rate()
@@ -407,6 +502,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     row(f"fan-out {messages} msgs × {subscriptions} subscriptions", messages * subscriptions / seconds,
         "deliveries/s", loop, "requests.Session loop", publish_p50_ms=round(pct(latencies, 0.5), 1))
     print(f"{'':<52}publish answered in p50 {pct(latencies, 0.5):.0f} ms (fan-out written by a job)")
+    rows += noisy_neighbour(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
@@ -435,6 +531,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="about a third of the work of each scenario")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--chart", help="write an SVG chart here")
+    parser.add_argument("--only", choices=["noisy-neighbour"], help="run only this scenario")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="herald-bench-")
     os.chmod(workdir, 0o755)
@@ -442,7 +539,7 @@ def main() -> int:
           f"Linux {os.uname().release}", flush=True)
     bench = Bench(workdir)
     try:
-        rows = scenarios(bench, args.quick)
+        rows = noisy_neighbour(bench, args.quick) if args.only else scenarios(bench, args.quick)
     finally:
         bench.close()
     if args.json:

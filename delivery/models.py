@@ -64,6 +64,8 @@ class Delivery(models.Model):
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    # The topic's owner, on the row so that claiming shares due work fairly across owners (leases.claim_due).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
     status = models.CharField(max_length=16, choices=choices(DeliveryStatus), default=DeliveryStatus.PENDING)
     attempt_count = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -98,6 +100,9 @@ class Delivery(models.Model):
             # claim reads a batch's worth of it however large the table grows.
             models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
                          name="delivery_pending_due"),
+            # Fair claiming: which owners have pending work, and each one's oldest due rows.
+            models.Index(fields=["owner", "next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
+                         name="delivery_pending_owner_due"),
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),

@@ -148,12 +148,14 @@ def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozens
     subscription's carry the message's ordering key, and wait while an earlier message of that key is unfinished
     (`waiting`: those subscriptions' ids, from `ordered_waiting`)."""
     key = message.ordering_key
+    owner_id = message.topic.owner_id
     deliveries = []
     for candidate in chosen:
         keyed = key if candidate.ordered and key else None
         state = lifecycle.new(due=message.published_at, hold=candidate.held,
                               behind=bool(keyed) and candidate.id in waiting)
         deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
+                                   owner_id=owner_id,
                                    ordering_key=keyed, **state))
     return deliveries
 

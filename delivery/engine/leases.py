@@ -4,6 +4,7 @@ Claiming is atomic (pending and due → in_flight with a lease), so a duplicate 
 whose lease expired (it was too slow, or its worker died and the reconciler moved the row on) changes nothing.
 """
 
+import itertools
 from collections import Counter
 from datetime import timedelta
 
@@ -23,18 +24,23 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
     return _claim(lifecycle.due(now, id__in=delivery_ids), now)
 
 
+OWNERS_PER_CLAIM = 256  # owners with due work looked at by one claim, in turn after the last one served
+_after_owner = 0  # where the next claim's look at owners starts (per process; a fairness cursor, not a lock)
+
+
 def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
-    """Take up to `limit` requests' worth of due rows, oldest due first, and no more of one endpoint than its room
-    (`per_endpoint` requests less what it has `in_flight`), so a backlog for one endpoint never fills a batch;
-    endpoints without room are not read at all. A row of a batching subscription is a 1/max_events_per_batch share
-    of a request, and such a subscription gets up to a whole batch of its due rows. Rows another worker is taking
-    are skipped. Returns (claimed, whether more was due than taken). The due-work query reads the partial index on
-    `next_attempt_at` of pending rows: its cost follows the batch, not the number of pending rows."""
+    """Take up to `limit` requests' worth of due rows, shared fairly: across the owners with due work in turn, and
+    within an owner across its endpoints in turn, each one's oldest due first, so a quiet owner's fresh delivery
+    goes out with the next claim whatever another owner's backlog, while a busy owner alone still gets every free
+    slot. No endpoint gets more than its room (`per_endpoint` requests less what it has `in_flight`); endpoints
+    without room are not read at all. A row of a batching subscription is a 1/max_events_per_batch share of a
+    request, and such a subscription gets up to a whole batch of its due rows. Rows another worker is taking are
+    skipped. Returns (claimed, whether more was due than taken). Both queries read partial indexes of pending rows
+    (docs/architecture.md, "Fair claiming"): their cost follows the batch and the owners with due work, not the
+    number of pending rows."""
     in_flight = in_flight or Counter()
     full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
-    due = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
-               .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch")
-               [:limit * 4])
+    due, more = due_in_turn(now, limit * 4, full)
     taken: Counter = Counter()
     ids, batching, used = [], {}, 0.0
     for delivery_id, endpoint_id, subscription_id, batch in due:
@@ -47,7 +53,7 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
                 batching[subscription_id] = batch
             if used >= limit:
                 break
-    more = len(due) > len(ids) or len(due) == limit * 4
+    more = more or len(due) > len(ids)
     for subscription_id, batch in batching.items():  # fill a whole batch
         extra = list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=ids)
                      .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
@@ -56,6 +62,96 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     if not ids:
         return [], more
     return _claim(Delivery.objects.filter(id__in=ids), now), more
+
+
+def due_in_turn(now, count: int, full: list[int]) -> tuple[list[tuple], bool]:
+    """Up to about `count` due rows (id, endpoint, subscription, batch size), in the order a fair claim takes
+    them: owners in turn, and each owner's endpoints in turn, each one's rows oldest first. Also whether more was
+    due than read."""
+    if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
+        rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
+                    .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
+                                 "owner_id")[:count])
+        return in_turn(rows), len(rows) == count
+    owners = owners_with_due_work(now)
+    if not owners:
+        return [], False
+    quota = max(1, -(-count // len(owners)))  # each owner's share of the read, rounded up
+    # The row comparison is the owner index's own range (owner, next_attempt_at): with it the planner reads each
+    # owner's oldest due rows there, never the due-time index filtered by owner (which, beside one owner's million
+    # due rows, would read them all to find another owner's one).
+    table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id
+                FROM unnest(%s::bigint[]) AS o(owner_id)
+                CROSS JOIN LATERAL (
+                    SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id FROM {table} d
+                    WHERE (d.owner_id, d.next_attempt_at) BETWEEN (o.owner_id, '-infinity') AND (o.owner_id, %s)
+                      AND d.status = %s AND NOT (d.endpoint_id = ANY(%s::bigint[]))
+                    ORDER BY d.owner_id, d.next_attempt_at LIMIT %s) c
+                JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id""",
+            [owners, now, DeliveryStatus.PENDING, full, quota])
+        rows = cursor.fetchall()
+    per_owner = Counter(row[4] for row in rows)
+    return in_turn(rows), any(n == quota for n in per_owner.values())
+
+
+def owners_with_due_work(now) -> list[int]:
+    """Up to OWNERS_PER_CLAIM owners with due rows, starting after the last owner a claim of this process looked
+    at (and wrapping round), so that with more owners than that every one gets its turn. A skip scan of the
+    (owner, next_attempt_at) index of pending rows: one index probe per owner with pending rows, not a read of
+    the rows."""
+    global _after_owner
+    table = Delivery._meta.db_table
+    query = f"""
+        WITH RECURSIVE pending_owners(owner_id, depth) AS (
+            (SELECT owner_id, 1 FROM {table} WHERE status = %(pending)s AND owner_id > %(after)s
+             ORDER BY owner_id LIMIT 1)
+          UNION ALL
+            SELECT (SELECT d.owner_id FROM {table} d WHERE d.status = %(pending)s AND d.owner_id > p.owner_id
+                    ORDER BY d.owner_id LIMIT 1), p.depth + 1
+            FROM pending_owners p WHERE p.owner_id IS NOT NULL AND p.depth < %(scan)s
+        )
+        SELECT p.owner_id FROM pending_owners p
+        WHERE p.owner_id IS NOT NULL AND EXISTS (
+            SELECT 1 FROM {table} d WHERE d.owner_id = p.owner_id AND d.status = %(pending)s
+              AND d.next_attempt_at <= %(now)s)
+        LIMIT %(limit)s"""
+    found: list[int] = []
+    with connection.cursor() as cursor:
+        for after in (_after_owner, 0) if _after_owner else (0,):
+            cursor.execute(query, {"pending": DeliveryStatus.PENDING, "after": after, "now": now,
+                                   "limit": OWNERS_PER_CLAIM - len(found), "scan": OWNERS_PER_CLAIM * 40})
+            found += [owner for (owner,) in cursor.fetchall() if owner not in found]
+            if len(found) >= OWNERS_PER_CLAIM:
+                break
+    _after_owner = found[-1] if len(found) >= OWNERS_PER_CLAIM else 0
+    return found
+
+
+def in_turn(rows: list[tuple]) -> list[tuple]:
+    """`rows` (id, endpoint, subscription, batch size, owner), oldest first within each endpoint, reordered so that
+    owners take turns, and within an owner its endpoints take turns. The owner to go first rotates from claim to
+    claim, so no owner is always last when the batch is smaller than the number of owners."""
+    by_owner: dict = {}
+    for row in rows:
+        by_owner.setdefault(row[4], {}).setdefault(row[1], []).append(row[:4])
+    queues = [_round_robin(list(endpoints.values())) for endpoints in by_owner.values()]
+    if queues:
+        turn = next(_turns) % len(queues)
+        queues = queues[turn:] + queues[:turn]
+    return _round_robin(queues)
+
+
+def _round_robin(sequences: list[list]) -> list:
+    ordered, depth = [], max((len(s) for s in sequences), default=0)
+    for index in range(depth):
+        ordered += [sequence[index] for sequence in sequences if index < len(sequence)]
+    return ordered
+
+
+_turns = itertools.count()
 
 
 def _claim(candidates, now) -> list[Delivery]:

@@ -61,6 +61,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
             # Keyed ones all wait; their heads are released once this commits (under each key's lock).
             state = lifecycle.new(due=now, hold=paused, behind=bool(keyed))
             batch.append(Delivery(message=message, subscription=subscription, endpoint_id=subscription.endpoint_id,
+                                  owner_id=subscription.topic.owner_id,
                                   replay=replay, ordering_key=keyed, **state))
             count += 1
             if len(batch) == CHUNK:

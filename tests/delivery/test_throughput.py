@@ -86,11 +86,12 @@ def test_the_due_work_query_reads_a_batch_whatever_the_backlog(three):
                SELECT gen_random_uuid(), %s, '1', false, 'bench', '', '{}', now(), '', false
                FROM generate_series(1, 50000)""", [delivery.message.topic_id])
         cursor.execute(
-            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, status, next_attempt_at,
-                                              attempt_count, budget_attempts, dead_letter_reason, created_at)
-               SELECT m.id, %s, %s, 'pending', %s, 0, 0, '', now()
+            """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, owner_id, status,
+                                              next_attempt_at, attempt_count, budget_attempts, dead_letter_reason,
+                                              created_at)
+               SELECT m.id, %s, %s, %s, 'pending', %s, 0, 0, '', now()
                FROM herald_delivery_message m WHERE m.event_type = 'bench'""",
-            [delivery.subscription_id, delivery.endpoint_id, later])
+            [delivery.subscription_id, delivery.endpoint_id, delivery.owner_id, later])
         cursor.execute("ANALYZE herald_delivery_delivery")
     due = (Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now())
            .exclude(endpoint_id__in=[]).order_by("next_attempt_at").values_list("id", "endpoint_id")[:1024])
