@@ -111,6 +111,9 @@ class Subscription(models.Model):
     status = models.CharField(max_length=32, choices=choices(SubscriptionStatus), default=Status.PENDING_CONFIRMATION)
     confirmation_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
     confirmation_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the handshake is to be sent (a pump takes it; while one sends it, the end of its lease); null: nothing
+    # to send.
+    confirmation_send_at = models.DateTimeField(null=True, blank=True, editable=False)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     # The public, unguessable name of its Ed25519 public keys (GET /api/keys/<keys_id>/jwks.json): no sequential id
     # in a public URL, nothing to enumerate.
@@ -120,7 +123,9 @@ class Subscription(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["topic", "status"], name="subscription_topic_status")]
+        indexes = [models.Index(fields=["topic", "status"], name="subscription_topic_status"),
+                   models.Index(fields=["confirmation_send_at"], condition=models.Q(confirmation_send_at__isnull=False),
+                                name="subscription_handshake_due")]
 
     def __str__(self):
         return f"{self.topic.name} → {self.endpoint.url}"

@@ -20,7 +20,7 @@ from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from delivery.engine import journal, lifecycle, recording, transitions
+from delivery.engine import confirmation, journal, lifecycle, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
@@ -47,6 +47,8 @@ def dispatch_due(now=None) -> int:
     due = list(lifecycle.due(now).order_by("next_attempt_at").values_list("attempt_count", flat=True)[:BATCH])
     if due:
         want_pump(RETRIES if any(due) else DELIVERIES)
+    elif confirmation.due(now).exists():  # a handshake asked for (or whose sender stopped) and no pump took it
+        want_pump(DELIVERIES)
     return len(due)
 
 

@@ -2,24 +2,36 @@
 OAuth2): Herald obtains the token from the subscription's token URL, caches it in Redis until shortly before it
 expires (one fetch per token across all workers: whoever takes a short Redis lock fetches, the others wait for its
 result), sends it as `Authorization: Bearer`, and on a 401 fetches a new one and sends once more before the attempt
-counts as failed. The token URL passes the same address guard as every delivery (the request goes through the
-transport), and neither the client secret nor a token is ever recorded: attempts store the header redacted."""
+counts as failed.
 
+The token is obtained on the transport's event loop, as part of the send it is for: inside that send's deadline and
+its endpoint's room, never on a worker's job thread, so a token URL that answers slowly (or not at all) holds only
+the sends that need its token. A failed fetch is remembered with a growing backoff (HERALD_OAUTH_FAILURE_BACKOFF…):
+until it runs out, sends that need the token fail at once, saying why, instead of asking a failing token URL again.
+
+The token URL passes the same address guard as every delivery (the request goes through the transport), and neither
+the client secret nor a token is ever recorded: attempts store the header redacted."""
+
+import asyncio
 import hashlib
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport import sender
 
 REFRESH_MARGIN_SECONDS = 60  # a token is refreshed this long before it expires
 LOCK_SECONDS = 15
 WAIT_SECONDS = 10
 FETCH_TIMEOUT = 10.0
+POLL_SECONDS = 0.05
+# After a failed fetch, sends that need the token fail at once for this long: 5 s, doubling per failure in a row, at
+# most 5 minutes. A success forgets the failures.
+FAILURE_BACKOFF_SECONDS = 5
+FAILURE_BACKOFF_MAX_SECONDS = 300
 _local: dict[str, tuple[str, float]] = {}  # cache key -> (token, monotonic time it stops being used)
 
 
@@ -38,16 +50,71 @@ def cache_key(subscription) -> str:
     return "herald:oauth:" + hashlib.sha256(material.encode()).hexdigest()
 
 
-def fetch(subscription) -> tuple[str, float]:
-    """(access token, seconds it lives) from the token endpoint, through the guarded transport."""
-    form = {"grant_type": "client_credentials", "client_id": subscription.oauth_client_id,
-            "client_secret": subscription.oauth_client_secret}
-    if subscription.oauth_scope:
-        form["scope"] = subscription.oauth_scope
-    result = sender.send(OutgoingRequest(
-        url=subscription.oauth_token_url, body=urlencode(form).encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}),
-        timeout=FETCH_TIMEOUT)
+@dataclass(frozen=True)
+class Credentials:
+    """What a send needs to obtain its token, taken from the subscription on the job's thread (no database on the
+    event loop). The secret is not in its repr."""
+
+    key: str
+    token_url: str
+    form: dict = field(repr=False)
+
+    @classmethod
+    def of(cls, subscription) -> "Credentials":
+        form = {"grant_type": "client_credentials", "client_id": subscription.oauth_client_id,
+                "client_secret": subscription.oauth_client_secret}
+        if subscription.oauth_scope:
+            form["scope"] = subscription.oauth_scope
+        return cls(key=cache_key(subscription), token_url=subscription.oauth_token_url, form=form)
+
+    async def bearer(self, post, *, stale: str | None = None, deadline: float | None = None) -> str:
+        """The access token, on the transport's loop: this process's copy, else Redis's, else fetched (by one
+        sender across all workers; the others wait for its result without holding a thread). `post` is the
+        transport's (request, timeout) → SendResult; `stale`: a token the endpoint refused (a 401), never returned
+        again; `deadline`: the monotonic time the send must be done by."""
+        now = time.monotonic()
+        deadline = min(deadline or now + WAIT_SECONDS, now + WAIT_SECONDS)
+        local = _local.get(self.key)
+        if local and local[1] > now and local[0] != stale:
+            return local[0]
+        _local.pop(self.key, None)
+        while True:
+            cached, ttl, failure = await _redis(_read, self.key)
+            if failure is not None:
+                raise TokenError(failure)
+            if cached is not None and cached != stale:
+                return _remember(self.key, cached, ttl)
+            if await _redis(_lock, self.key):
+                try:
+                    cached, ttl, failure = await _redis(_read, self.key)  # another may have fetched meanwhile
+                    if failure is not None:
+                        raise TokenError(failure)
+                    if cached is not None and cached != stale:
+                        return _remember(self.key, cached, ttl)
+                    return await self._fetch(post, deadline)
+                finally:
+                    await _redis(_unlock, self.key)
+            if time.monotonic() + POLL_SECONDS > deadline:
+                raise TokenError("another worker is still fetching the access token")
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _fetch(self, post, deadline: float) -> str:
+        timeout = max(0.1, min(FETCH_TIMEOUT, deadline - time.monotonic()))
+        result = await post(OutgoingRequest(
+            url=self.token_url, body=urlencode(self.form).encode(),
+            headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}), timeout)
+        try:
+            token, lifetime = parse(result)
+        except TokenError as exc:
+            backoff = await _redis(_failed, self.key, str(exc))
+            raise TokenError(f"{exc}; not asked again for {backoff} s") from None
+        keep = max(1, int(lifetime - REFRESH_MARGIN_SECONDS))
+        await _redis(_store, self.key, token, keep)
+        return _remember(self.key, token, keep)
+
+
+def parse(result) -> tuple[str, float]:
+    """(access token, seconds it lives) from the token endpoint's answer, or TokenError saying what was wrong."""
     if not result.ok:
         what = f"answered {result.status}" if result.status else f"failed: {result.error_detail}"
         raise TokenError(f"the token endpoint {what}")
@@ -61,32 +128,42 @@ def fetch(subscription) -> tuple[str, float]:
     return token, lifetime
 
 
-def bearer(subscription, *, refresh: bool = False) -> str:
-    """The subscription's access token: from this process, else Redis, else fetched by one worker for all."""
-    key = cache_key(subscription)
-    now = time.monotonic()
-    if not refresh:
-        local = _local.get(key)
-        if local and local[1] > now:
-            return local[0]
-    redis = redis_link.connection(AttemptQueue.DELIVERIES)
-    stale = _local.pop(key, (None, 0))[0] if refresh else None
-    deadline = now + WAIT_SECONDS
-    while True:
-        cached = redis.get(key)
-        if cached is not None and cached.decode() != stale:
-            return _remember(key, cached.decode(), redis.ttl(key))
-        if redis.set(key + ":lock", "1", nx=True, ex=LOCK_SECONDS):
-            try:
-                token, lifetime = fetch(subscription)
-                keep = max(1, int(lifetime - REFRESH_MARGIN_SECONDS))
-                redis.set(key, token, ex=keep)
-                return _remember(key, token, keep)
-            finally:
-                redis.delete(key + ":lock")
-        if time.monotonic() > deadline:
-            raise TokenError("another worker is still fetching the access token")
-        time.sleep(0.05)
+# Redis, from the event loop: each call runs on the loop's executor (a Redis that is away must not stall the loop).
+
+async def _redis(call, *args):
+    return await asyncio.get_running_loop().run_in_executor(None, call, *args)
+
+
+def _connection():
+    return redis_link.connection(AttemptQueue.DELIVERIES)
+
+
+def _read(key: str) -> tuple[str | None, int, str | None]:
+    with _connection().pipeline(transaction=False) as pipe:
+        token, ttl, failure = pipe.get(key).ttl(key).get(key + ":failed").execute()
+    return (token.decode() if token else None, ttl, failure.decode() if failure else None)
+
+
+def _lock(key: str) -> bool:
+    return bool(_connection().set(key + ":lock", "1", nx=True, ex=LOCK_SECONDS))
+
+
+def _unlock(key: str) -> None:
+    _connection().delete(key + ":lock")
+
+
+def _store(key: str, token: str, keep: int) -> None:
+    _connection().pipeline(transaction=False).set(key, token, ex=keep).delete(key + ":failures").execute()
+
+
+def _failed(key: str, reason: str) -> int:
+    """Remember a failed fetch: the next ones fail at once until the backoff runs out. Returns the backoff."""
+    connection = _connection()
+    failures = connection.incr(key + ":failures")
+    backoff = min(FAILURE_BACKOFF_MAX_SECONDS, FAILURE_BACKOFF_SECONDS * 2 ** min(failures - 1, 16))
+    connection.pipeline(transaction=False).expire(key + ":failures", FAILURE_BACKOFF_MAX_SECONDS * 2).set(
+        key + ":failed", f"{reason} (a recent fetch failed; asked again after {backoff} s)", ex=backoff).execute()
+    return backoff
 
 
 def _remember(key: str, token: str, seconds: float) -> str:
@@ -95,10 +172,14 @@ def _remember(key: str, token: str, seconds: float) -> str:
 
 
 def authorize(request: OutgoingRequest, subscription) -> OutgoingRequest:
-    """The request with its bearer token, and the way to renew it once after a 401."""
-    token = bearer(subscription)
+    """The request with what the transport needs to obtain its bearer token (and renew it once after a 401)."""
+    return replace(request, credentials=Credentials.of(subscription))
 
-    def reauthorize() -> dict:
-        return {**request.headers, "Authorization": f"Bearer {bearer(subscription, refresh=True)}"}
 
-    return replace(request, headers={**request.headers, "Authorization": f"Bearer {token}"}, reauthorize=reauthorize)
+def bearer(subscription, *, transport=None) -> str:
+    """The subscription's access token, waited for (tools and tests; sends obtain theirs on the loop)."""
+    from delivery.transport import sender
+
+    transport = transport or sender.transport()
+    credentials = Credentials.of(subscription)
+    return asyncio.run_coroutine_threadsafe(credentials.bearer(transport.post), transport.loop).result()

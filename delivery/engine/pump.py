@@ -21,7 +21,7 @@ from collections import Counter
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import attempts, journal, leases, queues
+from delivery.engine import attempts, confirmation, journal, leases, queues
 from delivery.transport import sender
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new w
 # At most this many rows per claim: the pump takes in the answers between claims, so a backlog fills the transport in
 # a few rounds instead of one long one during which answers pile up unread (and a crash would repeat them all).
 CLAIM_BATCH = 64
+HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits for its endpoint's room)
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
@@ -41,10 +42,12 @@ def run(queue_name: str, *, transport=None, clock=timezone.now) -> int:
     per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
     claim_until = time.monotonic() + herald.PUMP_SECONDS
     futures: dict = {}
+    handshakes: dict = {}  # confirmation requests on their way: {future: confirmation.Handshake}
     probes: set[int] = set()
     sent = 0
     # `more_due`: the last look found work or left some (endpoint room, batch size); `freed`: sends completed since.
     last_look, more_due, freed, seen = 0.0, True, True, queues.work_sequence(queue_name)
+    handshakes_look_at = 0.0
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
@@ -58,16 +61,26 @@ def run(queue_name: str, *, transport=None, clock=timezone.now) -> int:
                     look, seen = latest != seen, latest  # new work was announced: look at once
                 if look:
                     last_look = time.monotonic()
+                    now = clock()
+                    if time.monotonic() >= handshakes_look_at:  # a cheap look, but not one per claim of a backlog
+                        handshakes_look_at = time.monotonic() + LOOK_INTERVAL_SECONDS
+                        handshakes.update(confirmation.start(
+                            now, min(free, HANDSHAKES_PER_CLAIM), transport=transport,
+                            start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
                     taken, more_due = claim_and_start(futures, probes, min(free, CLAIM_BATCH), per_endpoint,
-                                                      transport=transport, now=clock())
+                                                      transport=transport, now=now)
                     # A full claim may be followed at once while little is in flight (a cold start, a slow
                     # endpoint's backlog); beyond that, claims follow completions.
                     freed = taken == CLAIM_BATCH and transport.pending < 2 * CLAIM_BATCH
-            if futures:
+            if futures or handshakes:
                 claim_next = freed and more_due and claiming and free > 0
-                done = attempts.next_group(list(futures), timeout=0 if claim_next else WATCH_SECONDS * 5)
+                done = attempts.next_group([*futures, *handshakes], timeout=0 if claim_next else WATCH_SECONDS * 5)
+                for future in [future for future in done if future in handshakes]:
+                    confirmation.finish(handshakes.pop(future), future.result(), clock())
+                delivered = {future for future in done if future in futures}
+                if delivered:
+                    sent += attempts.finish(delivered, futures, probes, clock())
                 if done:
-                    sent += attempts.finish(done, futures, probes, clock())
                     freed = True
                 continue
             if more_due and claiming:
@@ -79,6 +92,7 @@ def run(queue_name: str, *, transport=None, clock=timezone.now) -> int:
             if latest == seen:
                 break
             more_due, freed, seen = True, True, latest  # new work was published while lingering: look at once
+            handshakes_look_at = 0.0
     except Exception:
         log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
         attempts.settle(futures, [])

@@ -69,6 +69,7 @@ class ErrorClass(StrEnum):
     INVALID_RESPONSE = "invalid_response"  # the answer was not valid HTTP (a broken status line, a NUL in a header)
     LEASE_EXPIRED = "lease_expired"  # its worker died or stalled mid-try; the request may have been sent
     UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
+    TOKEN = "token"  # no OAuth2 access token could be obtained from the subscription's token URL; nothing was sent
     INTERNAL = "internal"  # Herald failed before sending
 
 

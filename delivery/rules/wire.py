@@ -7,7 +7,6 @@ Always the Standard Webhooks headers and Herald's own.
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from urllib.parse import quote
@@ -48,17 +47,18 @@ class OutgoingRequest:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
-    # After a 401, new headers (a renewed OAuth2 token) for one more try within the same attempt; None: no retry.
-    reauthorize: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+    # OAuth2 client credentials (delivery/engine/oauth.Credentials): the transport obtains the bearer token as part
+    # of the send, and renews it once after a 401; None: no Authorization header of Herald's.
+    credentials: object | None = field(default=None, repr=False, compare=False)
     secret_headers: frozenset[str] = frozenset()  # delivery headers whose values are never recorded
 
     @property
     def recorded_headers(self) -> dict[str, str]:
         """The headers as an attempt stores them: a bearer token and secret delivery headers are never recorded."""
-        if "Authorization" not in self.headers and not self.secret_headers:
+        if "Authorization" not in self.headers and not self.secret_headers and self.credentials is None:
             return self.headers
         recorded = {name: "(secret)" if name in self.secret_headers else value for name, value in self.headers.items()}
-        if "Authorization" in recorded and "Authorization" not in self.secret_headers:
+        if self.credentials is not None or ("Authorization" in recorded and "Authorization" not in self.secret_headers):
             recorded["Authorization"] = "Bearer (redacted)"
         return recorded
 

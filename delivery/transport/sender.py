@@ -182,23 +182,32 @@ class Transport:
                 self._endpoint_slots.pop(key, None)
 
     async def _post_authorized(self, request: OutgoingRequest, timeout: float) -> SendResult:
-        """A 401 to a request that can renew its credentials (an OAuth2 token) is sent once more with new ones,
-        within the same deadline: one attempt either way."""
-        started = time.monotonic()
-        result = await self._post(request, timeout)
-        if result.status != 401 or request.reauthorize is None:
+        """A request with OAuth2 credentials gets its bearer token here, inside its deadline and its endpoint's
+        room; a 401 is sent once more with a renewed token, within the same deadline: one attempt either way."""
+        if request.credentials is None:
+            return await self.post(request, timeout)
+        began, deadline = time.time(), time.monotonic() + timeout
+        try:
+            token = await request.credentials.bearer(self.post, deadline=deadline)
+        except Exception as exc:
+            return SendResult(status=None, duration_ms=int((timeout - (deadline - time.monotonic())) * 1000),
+                              started_at=began, error_class=ErrorClass.TOKEN,
+                              error_detail=clean_text(f"no access token: {exc}", 1024))
+        result = await self.post(with_bearer(request, token), max(0.001, deadline - time.monotonic()))
+        if result.status != 401:
             return result
         try:
-            headers = await asyncio.get_running_loop().run_in_executor(None, request.reauthorize)
+            token = await request.credentials.bearer(self.post, stale=token, deadline=deadline)
         except Exception as exc:
             return dataclasses.replace(result, error_detail=clean_text(
                 f"401, and a new access token could not be obtained: {exc}", 1024))
-        remaining = timeout - (time.monotonic() - started)
+        remaining = deadline - time.monotonic()
         if remaining <= 0:
             return result
-        return await self._post(dataclasses.replace(request, headers=headers, reauthorize=None), remaining)
+        return await self.post(with_bearer(request, token), remaining)
 
-    async def _post(self, request: OutgoingRequest, timeout: float) -> SendResult:
+    async def post(self, request: OutgoingRequest, timeout: float) -> SendResult:
+        """One POST on the loop, under `timeout` for all of it; never raises (a failure is a result)."""
         began, started = time.time(), time.monotonic()
 
         def elapsed() -> int:
@@ -236,6 +245,10 @@ class Transport:
         asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
+
+
+def with_bearer(request: OutgoingRequest, token: str) -> OutgoingRequest:
+    return dataclasses.replace(request, headers={**request.headers, "Authorization": f"Bearer {token}"})
 
 
 async def read_excerpt(resp: aiohttp.ClientResponse) -> str:

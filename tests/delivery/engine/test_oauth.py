@@ -97,7 +97,7 @@ def test_a_failing_token_endpoint_fails_the_attempt_saying_why(api, receiver, re
     publish(api, topic)
     drain()
     attempt = Attempt.objects.get()
-    assert attempt.error_class == "internal" and "the token endpoint answered 401" in attempt.error_detail
+    assert attempt.error_class == "token" and "the token endpoint answered 401" in attempt.error_detail
     assert [r.path for r in receiver.requests] == ["/hook/token"]  # nothing sent without a token
 
 
@@ -135,3 +135,23 @@ def test_the_token_url_is_checked_like_an_endpoint(api, receiver, settings):
                                                "oauth_token_url": receiver.url + "/token"}, format="json")
     assert partial.status_code == 400 and "together" in str(partial.json())
     assert not Subscription.objects.exists()
+
+
+def test_a_failed_fetch_is_remembered_with_backoff(api, receiver, redis_conn):
+    receiver.script = lambda request: Reply(status=503 if request.path.endswith("/token") else 200)
+    topic, _ = subscribe_with_oauth(api, receiver)
+    publish(api, topic, 1)
+    drain()
+    publish(api, topic, 2)
+    drain()
+    first, second = Attempt.objects.order_by("delivery_id")
+    assert first.error_class == second.error_class == "token"
+    assert "the token endpoint answered 503; not asked again for 5 s" in first.error_detail
+    assert "a recent fetch failed; asked again after 5 s" in second.error_detail
+    assert [r.path for r in receiver.requests] == ["/hook/token"]  # asked once, not once per send
+    key = oauth.cache_key(Subscription.objects.get())
+    assert 0 < redis_conn.ttl(key + ":failed") <= oauth.FAILURE_BACKOFF_SECONDS
+    redis_conn.delete(key + ":failed")  # the backoff ran out
+    publish(api, topic, 3)
+    drain()
+    assert "not asked again for 10 s" in Attempt.objects.order_by("-id").first().error_detail  # it doubles
