@@ -5,7 +5,7 @@ page.
 The topic's current subscriptions are the rows: one created after the publish says so; one deleted since is gone
 with its deliveries."""
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 
 from delivery.engine import lifecycle
 from delivery.models import Attempt, Delivery, Message
@@ -14,6 +14,7 @@ from delivery.rules.vocabulary import DeliveryStatus, FanoutOutcome
 from subscriptions.models import Subscription
 
 OUTCOMES = [outcome.value for outcome in FanoutOutcome]
+REASON_CHARS = 1000
 
 
 def _skipped_index(message: Message) -> dict[int, tuple[str, str | None]]:
@@ -126,19 +127,51 @@ def _reason(outcome: str, subscription: Subscription, message: Message, key: str
     return "no delivery exists and no decision was recorded (published before Herald recorded them)"
 
 
-def decisions(message: Message, subscription_id: int | None = None, outcome: str | None = None) -> list[dict]:
-    """One row per subscription of the message's topic: outcome, reason in words, and the delivery if any."""
-    subscriptions = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint").order_by("id")
-    deliveries = Delivery.objects.filter(message=message, replay=None).annotate(last_attempt_id=Subquery(
-        Attempt.objects.filter(delivery=OuterRef("pk")).order_by("-number").values("id")[:1]))
+def subscriptions(message: Message, subscription_id: int | None = None, outcome: str | None = None):
+    """The topic's subscriptions the report has rows for, in id order, narrowed to one `outcome` in the database:
+    a page of the report reads a page of subscriptions (`decisions`), whatever the topic's size."""
+    found = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint").order_by("id")
     if subscription_id is not None:
-        subscriptions = subscriptions.filter(id=subscription_id)
-        deliveries = deliveries.filter(subscription_id=subscription_id)
+        found = found.filter(id=subscription_id)
+    if outcome is None:
+        return found
+    recorded = message.fanout_skipped or {}
+    filtered = [sid for ids in (recorded.get(FanoutOutcome.FILTERED_OUT) or {}).values() for sid in ids]
+    unconfirmed = list(recorded.get(FanoutOutcome.NOT_CONFIRMED) or [])
+    held = {name: list(recorded.get(name) or []) for name in (FanoutOutcome.PAUSED,
+                                                               FanoutOutcome.AWAITING_CONFIRMATION)}
+    delivered = Exists(Delivery.objects.filter(message=message, replay=None, subscription_id=OuterRef("pk")))
+    if outcome == FanoutOutcome.DELIVERY:
+        return found.filter(delivered).exclude(id__in=[sid for ids in held.values() for sid in ids])
+    if outcome in held:
+        return found.filter(delivered, id__in=held[outcome])
+    undelivered = found.exclude(delivered)
+    if outcome == FanoutOutcome.FILTERED_OUT:
+        return undelivered.filter(id__in=filtered)
+    if outcome == FanoutOutcome.NOT_CONFIRMED:
+        return undelivered.filter(id__in=unconfirmed).exclude(id__in=filtered)
+    rest = undelivered.exclude(id__in=filtered + unconfirmed)
+    if outcome == FanoutOutcome.SUBSCRIBED_AFTER:
+        return rest.filter(created_at__gt=message.published_at)
+    rest = rest.filter(created_at__lte=message.published_at)
+    if outcome == FanoutOutcome.PENDING:
+        return rest if message.fanout_pending else rest.none()
+    return rest.none() if message.fanout_pending else rest  # unrecorded
+
+
+def decisions(message: Message, subscriptions_shown=None) -> list[dict]:
+    """One row per subscription in `subscriptions_shown` (a page of `subscriptions(message)`; all of the topic's
+    when None): outcome, reason in words (at most REASON_CHARS), and the delivery if any. Reads only those
+    subscriptions' deliveries and last attempts."""
+    shown = list(subscriptions(message) if subscriptions_shown is None else subscriptions_shown)
+    deliveries = Delivery.objects.filter(message=message, replay=None, subscription_id__in=[s.id for s in shown]
+                                         ).annotate(last_attempt_id=Subquery(
+        Attempt.objects.filter(delivery=OuterRef("pk")).order_by("-number").values("id")[:1]))
     by_subscription = {d.subscription_id: d for d in deliveries}
     last_attempts = Attempt.objects.in_bulk([d.last_attempt_id for d in by_subscription.values() if d.last_attempt_id])
     skipped = _skipped_index(message)
     rows = []
-    for subscription in subscriptions:
+    for subscription in shown:
         recorded, key = skipped.get(subscription.id, (None, None))
         delivery = by_subscription.get(subscription.id)
         row = {"subscription": subscription.id, "endpoint": subscription.endpoint.url,
@@ -166,13 +199,21 @@ def decisions(message: Message, subscription_id: int | None = None, outcome: str
                 found = FanoutOutcome.UNRECORDED
             row.update(outcome=found, reason=_reason(found, subscription, message, key), delivery=None,
                        fix=fix(found, None, subscription))
-        if outcome is None or row["outcome"] == outcome:
-            rows.append(row)
+        row["reason"] = clipped(row["reason"])
+        rows.append(row)
     return rows
 
 
-def summary(rows: list[dict]) -> dict[str, int]:
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for row in rows:
-        counts[row["outcome"]] += 1
-    return {name: count for name, count in counts.items() if count}
+def clipped(reason: str) -> str:
+    """A reason of at most REASON_CHARS: a filter's failing rule is quoted, and a rule may be long."""
+    if len(reason) <= REASON_CHARS:
+        return reason
+    more = len(reason) - REASON_CHARS
+    return reason[:REASON_CHARS] + f"… ({more} more characters)"
+
+
+def counts(message: Message) -> dict[str, int]:
+    """How many of the topic's subscriptions have each outcome (counted by the database, no rows read)."""
+    found = {outcome: subscriptions(message, outcome=outcome).count() for outcome in OUTCOMES}
+    return {outcome: count for outcome, count in found.items() if count}
+

@@ -82,7 +82,8 @@ class FanoutDecisionSerializer(serializers.Serializer):
 
 
 class MessageDetailSerializer(MessageSerializer):
-    deliveries = DeliverySerializer(many=True, read_only=True)
+    deliveries = serializers.SerializerMethodField(help_text=(
+        f"The message's first {FANOUT_SHOWN} deliveries (all of them, filterable, at `/api/deliveries/?message=`)."))
     fanout_summary = serializers.SerializerMethodField(help_text="How many subscriptions had each outcome.")
     fanout = serializers.SerializerMethodField(help_text=(
         f"Every subscription of the topic with its outcome (the first {FANOUT_SHOWN}; all of them, filterable, at "
@@ -92,17 +93,18 @@ class MessageDetailSerializer(MessageSerializer):
         fields = MessageSerializer.Meta.fields + ["fanout_summary", "fanout", "deliveries"]
         read_only_fields = fields
 
-    def _rows(self, message):
-        if getattr(self, "_rows_for", None) != message.pk:
-            self._rows_for, self._rows_cache = message.pk, fanout_report.decisions(message)
-        return self._rows_cache
+    @extend_schema_field(DeliverySerializer(many=True))
+    def get_deliveries(self, message):
+        first = message.deliveries.select_related("endpoint").order_by("id")
+        return DeliverySerializer(first[:FANOUT_SHOWN], many=True).data
 
     def get_fanout_summary(self, message) -> dict[str, int]:
-        return fanout_report.summary(self._rows(message))
+        return fanout_report.counts(message)
 
     @extend_schema_field(FanoutDecisionSerializer(many=True))
     def get_fanout(self, message):
-        return FanoutDecisionSerializer(self._rows(message)[:FANOUT_SHOWN], many=True).data
+        rows = fanout_report.decisions(message, fanout_report.subscriptions(message)[:FANOUT_SHOWN])
+        return FanoutDecisionSerializer(rows, many=True).data
 
 
 class PolicyPreviewSerializer(StrictInput, serializers.Serializer):

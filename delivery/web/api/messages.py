@@ -51,7 +51,7 @@ class MessageViewSet(ReadOnlyViewSet):
     (delivery created, filtered out and by which attribute, not confirmed, paused, subscribed after) and where the
     delivery stands; `fanout` pages through all of them."""
 
-    queryset = Message.objects.select_related("topic").prefetch_related("deliveries__endpoint")
+    queryset = Message.objects.select_related("topic")
     owner_path = "topic__owner"
     serializer_class = MessageSerializer
     detail_serializer_class = MessageDetailSerializer
@@ -73,9 +73,9 @@ class MessageViewSet(ReadOnlyViewSet):
         raw = request.query_params.get("subscription") or None
         if raw is not None and not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
             raise ApplicationError("A subscription id (a positive integer).", field="subscription")
-        rows = fanout_report.decisions(message, subscription_id=int(raw) if raw else None, outcome=outcome)
-        page = self.paginate_queryset(rows)
-        return self.get_paginated_response(FanoutDecisionSerializer(page, many=True).data)
+        shown = fanout_report.subscriptions(message, subscription_id=int(raw) if raw else None, outcome=outcome)
+        rows = fanout_report.decisions(message, self.paginate_queryset(shown))
+        return self.get_paginated_response(FanoutDecisionSerializer(rows, many=True).data)
 
 
 class DeliveryViewSet(ReadOnlyViewSet):

@@ -78,10 +78,11 @@ class MessageAdmin(ButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="fan-out: every subscription of the topic")
     def fanout_view(self, obj):
-        rows = fanout_report.decisions(obj)
+        rows = fanout_report.decisions(obj, fanout_report.subscriptions(obj)[:FANOUT_SHOWN])
+        summary = fanout_report.counts(obj)
+        total = sum(summary.values())
         return render_to_string("admin/herald/fanout.html", {
-            "rows": rows[:FANOUT_SHOWN], "summary": fanout_report.summary(rows), "more": len(rows) > FANOUT_SHOWN,
-            "total": len(rows), "message_id": obj.id})
+            "rows": rows, "summary": summary, "more": total > FANOUT_SHOWN, "total": total, "message_id": obj.id})
 
 
 def retry_delivery(request, delivery):
@@ -150,7 +151,8 @@ class DeliveryAdmin(ButtonsMixin, ReadOnlyAdmin):
     def _row(self, obj):
         """This delivery's row of its message's fan-out report, read once per page (two fields show it)."""
         if not hasattr(obj, "_herald_row"):
-            obj._herald_row = fanout_report.decisions(obj.message, subscription_id=obj.subscription_id)[0]
+            obj._herald_row = fanout_report.decisions(
+                obj.message, fanout_report.subscriptions(obj.message, subscription_id=obj.subscription_id))[0]
         return obj._herald_row
 
     @admin.display(description="in words")

@@ -3,11 +3,13 @@ delivery was created (and where it stands), or why not — filtered out by which
 subscribed after the publish."""
 
 import pytest
+from django.db import connection
 
 from delivery.engine import dispatch, fanout
 from delivery.engine.publishing import message_publish
 from delivery.models import Delivery, Message
 from delivery.rules.filter_policy import explain
+from delivery.web import fanout_report
 from subscriptions.models import Subscription, Topic
 from tests.conftest import FAST, drain, settle
 from tests.receiver import Reply
@@ -83,6 +85,12 @@ def test_the_message_page_answers_for_every_subscription(api, receiver, redis_co
     assert only["count"] == 1 and only["results"][0]["subscription"] == filtered["id"]
     one = api.get(f"/api/messages/{message_id}/fanout/", {"subscription": paused["id"]}).json()
     assert [row["outcome"] for row in one["results"]] == ["paused"]
+    # Each outcome is chosen by the database (a page reads a page): the same rows as the whole report's.
+    everything = api.get(f"/api/messages/{message_id}/fanout/").json()["results"]
+    for outcome in fanout_report.OUTCOMES:
+        listed = api.get(f"/api/messages/{message_id}/fanout/", {"outcome": outcome}).json()
+        assert listed["results"] == [row for row in everything if row["outcome"] == outcome], outcome
+        assert listed["count"] == len(listed["results"])
     # Resuming releases the held delivery; the page still says it was paused when published.
     assert api.post(f"/api/subscriptions/{paused['id']}/resume/").status_code == 200
     dispatch.dispatch_due()
@@ -120,6 +128,47 @@ def test_a_large_fan_out_records_its_decisions_once_per_outcome(user, settings, 
     recorded = Message.objects.get(id=message.id).fanout_skipped
     assert list(recorded) == ["filtered_out"] and len(recorded["filtered_out"]["customer"]) == 9_999
     assert Delivery.objects.filter(message=message).count() == 1
+
+
+def rows_returned(table: str, call):
+    """(rows the database returned for queries of `table` while `call` ran, what `call` returned)."""
+    counted = []
+
+    def counting(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if table in sql:
+            counted.append(max(context["cursor"].rowcount, 0))
+        return result
+
+    with connection.execute_wrapper(counting):
+        value = call()
+    return sum(counted), value
+
+
+def test_a_page_of_the_report_reads_a_page(user, api, settings, redis_conn):
+    """A topic of 3,000 subscriptions: `?limit=1` reads one subscription's delivery and attempts, not 3,000 (the
+    count of the page's total is the database's), and a filter's failing rule, however long, is quoted in at most
+    REASON_CHARS."""
+    from subscriptions.models import Endpoint
+
+    settings.HERALD_INLINE_FANOUT = 5000  # the deliveries exist when the report is read
+    topic = Topic.objects.create(owner=user, name="wide")
+    endpoints = Endpoint.objects.bulk_create([Endpoint(owner=user, url=f"http://127.0.0.1:9/{n}") for n in range(3000)])
+    long_rule = {"customer": [f"c{n:06}" for n in range(20_000)]}  # 200 KB of rule
+    Subscription.objects.bulk_create([
+        Subscription(topic=topic, endpoint=e, status="confirmed", filter_policy=long_rule if n == 0 else {})
+        for n, e in enumerate(endpoints)])
+    message, count, _ = message_publish(topic=topic, payload={}, attributes={"customer": "nobody"})
+    assert count == 2999 == Delivery.objects.filter(message=message).count()
+    for table in (Delivery._meta.db_table, Subscription._meta.db_table):
+        returned, page = rows_returned(table, lambda: api.get(f"/api/messages/{message.id}/fanout/",
+                                                              {"limit": 1}).json())
+        assert returned <= 3, table
+    assert page["count"] == 3000 and len(page["results"]) == 1
+    [row] = page["results"]
+    assert row["outcome"] == "filtered_out" and len(row["reason"]) < fanout_report.REASON_CHARS + 40
+    assert row["reason"].endswith("more characters)")
+    assert len(api.get(f"/api/messages/{message.id}/").content) < 200_000  # the first page of the report, bounded
 
 
 def test_decide_records_each_kind_and_the_failing_attribute():
