@@ -142,6 +142,19 @@ class Replay(models.Model):
         return f"replay {self.pk} of subscription {self.subscription_id}"
 
 
+class Exchange(models.Model):
+    """What one request of a batch carried and got back, stored once for the attempts of all the events it carried
+    (without it, every event's attempt kept its own copy: a failing batch of 100 events stored 100 answers)."""
+
+    request_headers = models.JSONField(default=dict, blank=True)
+    request_body = models.TextField(blank=True, default="")
+    response_headers = models.JSONField(default=dict, blank=True)
+    response_body = models.TextField(blank=True, default="")
+
+    def __str__(self):
+        return f"exchange {self.id}"
+
+
 class Attempt(models.Model):
     """One HTTP try of a delivery."""
 
@@ -165,6 +178,8 @@ class Attempt(models.Model):
     error_class = models.CharField(max_length=32, choices=choices(ErrorClass), blank=True, default="")
     error_detail = models.CharField(max_length=1024, blank=True, default="")
     outcome = models.CharField(max_length=32, choices=choices(AttemptOutcome))
+    # A batch's request: its headers and bodies are the exchange's (the fields above stay empty).
+    exchange = models.ForeignKey(Exchange, null=True, blank=True, on_delete=models.SET_NULL, related_name="attempts")
 
     class Meta:
         ordering = ["delivery_id", "number"]
@@ -175,6 +190,11 @@ class Attempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of delivery {self.delivery_id}"
+
+    @property
+    def recorded(self):
+        """Where its request and response excerpts are: the batch's exchange, or the attempt itself."""
+        return self.exchange if self.exchange_id else self
 
 
 class Dashboard(Message):

@@ -148,7 +148,8 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
-                journal.watch(future, delivery, number, queue)  # a crash before recording no longer means resending
+                # a crash before recording no longer means resending; a batch's answer is journaled once
+                journal.watch(future, delivery, number, queue, same_as=leader.id if len(unit) > 1 else None)
                 futures[future] = Sending(delivery, policy, number, request, queue, len(unit))
         recording.record(claimed, failed, updates, probes, now)
     except Exception:
@@ -173,6 +174,7 @@ def finish(done, futures: dict, probes: set[int], now) -> int:
             tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
                                sending.queue))
     recording.record(deliveries, tries, unsent, probes, now)
+    journal.forget([tried.delivery.id for tried in tries])
     for future in done:
         del futures[future]
     return len(tries)
@@ -246,6 +248,7 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
         time.sleep(pause)
         try:
             recording.record_one_by_one(list(deliveries.values()), {**untried, **changes}, attempts)
+            journal.forget([tried.delivery.id for tried in tries])
             return
         except (OperationalError, InterfaceError) as exc:
             failure = exc

@@ -97,6 +97,7 @@ def record_journaled_answers(now) -> int:
             tries.append(Tried(delivery, policy, number, None, result, queue))
     if tries:
         recording.record([t.delivery for t in tries], tries, {}, set())
+        journal.forget([t.delivery.id for t in tries])
         log.warning("%d deliveries were left in flight by a worker that stopped after they were answered; their "
                     "answers were recorded from the journal", len(tries))
     return len(tries)

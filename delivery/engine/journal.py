@@ -21,7 +21,8 @@ from delivery.transport.sender import SendResult
 
 log = logging.getLogger(__name__)
 KEY = "herald:answered:{}"
-KEEP_SECONDS = 3 * 3600
+KEEP_SECONDS = 3 * 3600  # a backstop: entries are deleted as soon as their attempt is recorded
+FORGET = "forget"
 
 
 def _key(delivery_id: int) -> str:
@@ -35,7 +36,7 @@ _writer: threading.Thread | None = None
 _writer_lock = threading.Lock()
 
 
-def watch(future, delivery, number: int, attempt_queue: str) -> None:
+def watch(future, delivery, number: int, attempt_queue: str, same_as: int | None = None) -> None:
     """Journal this send's answer the moment it arrives: the transport's thread hands it to a writer thread, so
     neither the event loop nor a slow database write on the job's thread delays it."""
     _start_writer()
@@ -43,15 +44,25 @@ def watch(future, delivery, number: int, attempt_queue: str) -> None:
 
     def answered_now(done) -> None:
         if lease is not None and not done.cancelled() and done.exception() is None and done.result() is not None:
-            remember(delivery_id, lease, number, attempt_queue, done.result())
+            remember(delivery_id, lease, number, attempt_queue, done.result(), same_as)
 
     future.add_done_callback(answered_now)
 
 
-def remember(delivery_id: int, lease, number: int, attempt_queue: str, result: SendResult) -> None:
-    """Hand one answer to the writer thread."""
+def remember(delivery_id: int, lease, number: int, attempt_queue: str, result: SendResult,
+             same_as: int | None = None) -> None:
+    """Hand one answer to the writer thread. `same_as`: the delivery whose entry holds this answer (the first of
+    the batch request that carried both); this entry only points at it."""
     _start_writer()
-    _pending.put((delivery_id, lease, number, attempt_queue, result))
+    _pending.put((delivery_id, lease, number, attempt_queue, result, same_as))
+
+
+def forget(delivery_ids) -> None:
+    """The answers of these deliveries are recorded in the database: their entries go (after any write of them
+    still waiting in the writer's queue), so the journal holds only what is answered and not yet recorded."""
+    if delivery_ids:
+        _start_writer()
+        _pending.put((FORGET, list(delivery_ids)))
 
 
 def flush() -> None:
@@ -90,17 +101,25 @@ def writable() -> bool:
 
 
 def _write(batch: list) -> None:
-    """One pipeline for everything answered since the last write. Best effort: never raises."""
+    """One pipeline for everything answered (and recorded) since the last write. The deliveries of one batch
+    request share its answer: it is written once, under the first of them, and the others point at it. Best
+    effort: never raises."""
     global _failing
     try:
         with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=False) as pipe:
-            for delivery_id, lease, number, attempt_queue, result in batch:
-                pipe.set(_key(delivery_id), json.dumps({
-                    "lease": lease.isoformat(), "number": number, "queue": attempt_queue, "status": result.status,
-                    "duration_ms": result.duration_ms, "started_at": result.started_at, "headers": result.headers,
-                    "body_excerpt": result.body_excerpt, "error_class": result.error_class,
-                    "error_detail": result.error_detail,
-                }), ex=KEEP_SECONDS)
+            for item in batch:
+                if item[0] == FORGET:
+                    pipe.delete(*[_key(delivery_id) for delivery_id in item[1]])
+                    continue
+                delivery_id, lease, number, attempt_queue, result, same_as = item
+                entry = {"lease": lease.isoformat(), "number": number, "queue": attempt_queue}
+                if same_as is not None and same_as != delivery_id:
+                    entry["same_as"] = same_as
+                else:
+                    entry.update(status=result.status, duration_ms=result.duration_ms, started_at=result.started_at,
+                                 headers=result.headers, body_excerpt=result.body_excerpt,
+                                 error_class=result.error_class, error_detail=result.error_detail)
+                pipe.set(_key(delivery_id), json.dumps(entry), ex=KEEP_SECONDS)
             pipe.execute()
         _failing = False
     except Exception as exc:
@@ -117,23 +136,42 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
     if not deliveries:
         return {}
     try:
-        values = redis_link.connection(AttemptQueue.DELIVERIES).mget([_key(d.id) for d in deliveries])
+        connection = redis_link.connection(AttemptQueue.DELIVERIES)
+        values = connection.mget([_key(d.id) for d in deliveries])
+        entries = {d.id: _parsed(value) for d, value in zip(deliveries, values, strict=True)}
+        shared = {entry["same_as"] for entry in entries.values() if entry and "same_as" in entry} - entries.keys()
+        if shared:
+            entries.update({i: _parsed(v) for i, v in zip(shared, connection.mget([_key(i) for i in shared]),
+                                                          strict=True)})
     except Exception as exc:
         availability.redis_failed(exc, log, "could not read the answers journal")
         return {}
     found = {}
-    for delivery, value in zip(deliveries, values, strict=True):
-        if value is None:
+    for delivery in deliveries:
+        entry = entries.get(delivery.id)
+        if not entry:
             continue
         try:
-            entry = json.loads(value)
             if datetime.fromisoformat(entry["lease"]) != delivery.lease_until:
                 continue  # an answer to an earlier try
-            result = SendResult(status=entry["status"], duration_ms=entry["duration_ms"],
-                                started_at=entry["started_at"], headers=entry["headers"],
-                                body_excerpt=entry["body_excerpt"], error_class=entry["error_class"],
-                                error_detail=entry["error_detail"])
+            answer = entries.get(entry["same_as"]) if "same_as" in entry else entry
+            if not answer or "status" not in answer:
+                continue  # the request's answer is gone (recorded with the other deliveries, or expired)
+            result = SendResult(status=answer["status"], duration_ms=answer["duration_ms"],
+                                started_at=answer["started_at"], headers=answer["headers"],
+                                body_excerpt=answer["body_excerpt"], error_class=answer["error_class"],
+                                error_detail=answer["error_detail"])
             found[delivery.id] = (entry["number"], entry["queue"], result)
         except (ValueError, KeyError, TypeError):
             log.warning("delivery %s: an unreadable journal entry was ignored", delivery.id)
     return found
+
+
+def _parsed(value) -> dict | None:
+    if value is None:
+        return None
+    try:
+        entry = json.loads(value)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from delivery.engine import health, leases, lifecycle, transitions
-from delivery.models import Attempt, Delivery
+from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
 from delivery.rules.storable import clean_text
@@ -108,6 +108,28 @@ def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], s
     return changes, attempts, gone
 
 
+def shared(tries: list[Tried], attempts: dict[int, Attempt]) -> list[Exchange]:
+    """The tries that went in one request (a batch) share one record of what it carried and got back: the
+    exchanges to store with them (unsaved); their attempts point at them and keep no copy of their own."""
+    by_request = defaultdict(list)
+    for tried in tries:
+        if tried.request is not None:
+            by_request[id(tried.request)].append(attempts[tried.delivery.id])
+    exchanges = []
+    for members in by_request.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        exchange = Exchange(request_headers=first.request_headers, request_body=first.request_body,
+                            response_headers=first.response_headers, response_body=first.response_body)
+        exchanges.append(exchange)
+        for attempt in members:
+            attempt.exchange = exchange
+            attempt.request_headers, attempt.request_body = {}, ""
+            attempt.response_headers, attempt.response_body = {}, ""
+    return exchanges
+
+
 def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int],
            now=None) -> None:
     """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired);
@@ -115,10 +137,12 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     if not tries and not untried:
         return
     changes, attempts, gone = outcomes(tries)
+    exchanges = shared(tries, attempts)
     updates = {**untried, **changes}
     try:
         with transaction.atomic():
             written = write_back(claimed, updates)
+            Exchange.objects.bulk_create(exchanges)
             Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
@@ -182,6 +206,8 @@ def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set
     with transaction.atomic():
         written = write_back([delivery], {delivery.id: changes})
         if written and attempt is not None:
+            if attempt.exchange is not None and attempt.exchange.pk is None:
+                attempt.exchange.save()  # the first of its batch to be written one by one stores it
             attempt.save()
     return written
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.models import Attempt, Delivery, Message
+from delivery.models import Attempt, Delivery, Exchange, Message
 from delivery.rules.vocabulary import TERMINAL
 from subscriptions.models import Topic
 
@@ -39,4 +39,6 @@ def purge(now=None) -> dict:
             status__in=TERMINAL, finished_at__lt=cutoff, message__topic__in=topics))
         messages += _purge_in_batches(Message.objects.filter(
             topic__in=topics, published_at__lt=cutoff, deliveries__isnull=True))
-    return {"attempts": attempts, "deliveries": deliveries, "messages": messages}
+    # A batch's exchange goes with the last of its attempts (attempts and deliveries are purged in ranges).
+    exchanges = _purge_in_batches(Exchange.objects.filter(attempts__isnull=True))
+    return {"attempts": attempts, "deliveries": deliveries, "messages": messages, "exchanges": exchanges}

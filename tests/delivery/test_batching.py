@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from delivery.models import Attempt, Delivery
+from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import wire
 from delivery.rules.batching import cut
 from subscriptions.models import Endpoint, Subscription
@@ -115,6 +115,26 @@ def test_dead_letters_count_events_and_the_endpoint_counts_one_failure(api, rece
     assert len(receiver.requests) == 1
     assert Delivery.objects.filter(status="dead_lettered", dead_letter_reason="max_attempts").count() == 12
     assert Endpoint.objects.get().consecutive_failures == 1  # one request failed, not twelve
+
+
+def test_a_failed_batch_stores_its_answer_once(api, receiver, redis_conn):
+    """What the receiver sent back is stored once per request, however many events the request carried, and the
+    answers journal keeps nothing once the attempts are recorded."""
+    answer = b"x" * 4096
+    receiver.script = [Reply(status=500, body=answer, headers={f"X-Noise-{n}": "y" * 100 for n in range(60)})]
+    topic, subscription = setup(api, receiver, batch=50, delivery_policy={"retryLimits": {"maxAttempts": 1}})
+    publish_all(api, topic, subscription, 50)
+    settle()
+    assert len(receiver.requests) == 1 and Attempt.objects.count() == 50
+    [exchange] = Exchange.objects.all()
+    assert exchange.response_body == answer.decode() and len(exchange.response_headers) > 60
+    stored = sum(len(a.response_body) + len(json.dumps(a.response_headers)) + len(a.request_body)
+                 for a in Attempt.objects.all())
+    assert stored <= 50 * len("{}")  # the attempts keep no copy of their own
+    shown = api.get(f"/api/deliveries/{Attempt.objects.first().delivery_id}/").json()["attempts"][0]
+    assert shown["response_body"] == answer.decode() and shown["response_status"] == 500
+    assert shown["request_body"].startswith("[")  # the batch as sent, shown on each of its attempts
+    assert list(redis_conn.scan_iter("herald:answered:*")) == []
 
 
 def test_the_preferred_size_cuts_batches(api, receiver, redis_conn):

@@ -325,6 +325,24 @@ def test_an_answer_journaled_before_its_worker_died_is_recorded_not_resent(three
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_batch_answer_is_journaled_once_and_forgotten_once_recorded(three, redis_conn):
+    now = timezone.now()
+    claimed = leases.claim(three, now)
+    answer = SendResult(status=500, duration_ms=7, started_at=now.timestamp(), body_excerpt="x" * 4096)
+    for delivery in claimed:  # one request carried all three: one result
+        journal.remember(delivery.id, delivery.lease_until, 1, "deliveries", answer, same_as=claimed[0].id)
+    journal.flush()
+    sizes = sorted(redis_conn.memory_usage(key) for key in redis_conn.scan_iter("herald:answered:*"))
+    assert len(sizes) == 3 and sizes[1] < 400 < 4096 < sizes[2]  # the answer once, two pointers to it
+    found = journal.answered(claimed)
+    assert {delivery_id: entry[2].body_excerpt for delivery_id, entry in found.items()} == {
+        delivery.id: "x" * 4096 for delivery in claimed}
+    journal.forget([delivery.id for delivery in claimed])
+    journal.flush()
+    assert list(redis_conn.scan_iter("herald:answered:*")) == []
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_journaled_answer_to_an_earlier_try_is_ignored(three):
     now = timezone.now()
     [first] = leases.claim(three[:1], now)
@@ -340,7 +358,8 @@ def test_a_journaled_answer_to_an_earlier_try_is_ignored(three):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_answer_is_journaled_as_it_arrives(three, receiver, redis_conn):
+def test_every_answer_is_journaled_as_it_arrives(three, receiver, redis_conn, monkeypatch):
+    monkeypatch.setattr(journal, "forget", lambda ids: None)  # keep what recording would delete afterwards
     attempts.process(three, "deliveries")
     journal.flush()
 

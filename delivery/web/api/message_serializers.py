@@ -12,6 +12,11 @@ FANOUT_SHOWN = 100
 
 
 class AttemptSerializer(serializers.ModelSerializer):
+    request_headers = serializers.JSONField(source="recorded.request_headers", read_only=True)
+    request_body = serializers.CharField(source="recorded.request_body", read_only=True)
+    response_headers = serializers.JSONField(source="recorded.response_headers", read_only=True)
+    response_body = serializers.CharField(source="recorded.response_body", read_only=True)
+
     class Meta:
         model = Attempt
         fields = ["id", "number", "queue", "started_at", "duration_ms", "request_url", "request_headers",

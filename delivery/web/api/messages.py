@@ -81,7 +81,7 @@ class MessageViewSet(ReadOnlyViewSet):
 class DeliveryViewSet(ReadOnlyViewSet):
     """Deliveries with their attempts. `retry` attempts one now."""
 
-    queryset = Delivery.objects.select_related("endpoint").prefetch_related("attempts")
+    queryset = Delivery.objects.select_related("endpoint").prefetch_related("attempts__exchange")
     owner_path = "subscription__topic__owner"
     serializer_class = DeliverySerializer
     detail_serializer_class = DeliveryDetailSerializer

@@ -210,16 +210,16 @@ class AttemptAdmin(ReadOnlyAdmin):
 
     @admin.display(description="request headers")
     def request_headers_view(self, obj):
-        return preformatted(obj.request_headers)
+        return preformatted(obj.recorded.request_headers)
 
     @admin.display(description="request body (first 4 KiB)")
     def request_body_view(self, obj):
-        return preformatted(obj.request_body)
+        return preformatted(obj.recorded.request_body)
 
     @admin.display(description="response headers")
     def response_headers_view(self, obj):
-        return preformatted(obj.response_headers)
+        return preformatted(obj.recorded.response_headers)
 
     @admin.display(description="response body (first 4 KiB)")
     def response_body_view(self, obj):
-        return preformatted(obj.response_body)
+        return preformatted(obj.recorded.response_body)

@@ -157,5 +157,5 @@ def test_retention_purges_old_terminal_rows_in_batches(api, receiver, run_worker
     Attempt.objects.update(started_at=long_ago)
     Message.objects.exclude(payload="fresh").update(published_at=long_ago)
 
-    assert retention.purge() == {"attempts": 5, "deliveries": 5, "messages": 5}
+    assert retention.purge() == {"attempts": 5, "deliveries": 5, "messages": 5, "exchanges": 0}
     assert Message.objects.get().payload == "fresh" and Delivery.objects.get().status == "pending"
