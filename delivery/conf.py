@@ -34,6 +34,7 @@ DEFAULTS: dict[str, object] = {
     # Per-owner quotas (docs/security.md): a tenant's share of what everyone shares.
     "MAX_SUBSCRIPTIONS_PER_OWNER": 100_000,
     "MAX_REPLAYS_PER_HOUR": 10,
+    "MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR": 3,
     "RESEND_INTERVAL_SECONDS": 60,
     "MAX_RESENDS_PER_HOUR": 30,
     # Engine tuning (docs/architecture.md).

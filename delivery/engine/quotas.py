@@ -3,6 +3,7 @@ naming its limit (docs/security.md).
 
     HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics   400
     HERALD_MAX_REPLAYS_PER_HOUR          replays the owner asks for in an hour      429, Retry-After
+    HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR   replays of one subscription in an hour   429, Retry-After
     HERALD_RESEND_INTERVAL_SECONDS       between two resent confirmations of one subscription   429, Retry-After
     HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's per clock hour     429, Retry-After
 
@@ -30,16 +31,22 @@ def subscriptions(owner) -> None:
                                f"(HERALD_MAX_SUBSCRIPTIONS_PER_OWNER); delete some first.")
 
 
-def replay(owner, now) -> None:
-    """Before a replay asked for by `owner`: fewer than the hour's allowance in the last hour."""
-    limit = herald.MAX_REPLAYS_PER_HOUR
-    recent = Replay.objects.filter(subscription__topic__owner=owner, requested_at__gt=now - timedelta(hours=1))
-    if recent.count() >= limit:
-        oldest = recent.order_by("requested_at").values_list("requested_at", flat=True).first()
-        wait = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
-        raise ApplicationError(f"{limit} replays were asked for in the last hour, the most one owner may ask for "
-                               f"(HERALD_MAX_REPLAYS_PER_HOUR); try again in {wait} s.", status_code=429,
-                               retry_after=wait)
+def replay(subscription: Subscription, now) -> None:
+    """Before a replay of `subscription`: fewer than the hour's allowance in the last hour, for the subscription
+    and for its owner."""
+    hour_ago = now - timedelta(hours=1)
+    for recent, limit, setting, whose in (
+            (Replay.objects.filter(subscription=subscription, requested_at__gt=hour_ago),
+             herald.MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR, "HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR",
+             "one subscription"),
+            (Replay.objects.filter(subscription__topic__owner_id=subscription.topic.owner_id,
+                                   requested_at__gt=hour_ago),
+             herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner")):
+        if recent.count() >= limit:
+            oldest = recent.order_by("requested_at").values_list("requested_at", flat=True).first()
+            wait = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
+            raise ApplicationError(f"{limit} replays were asked for in the last hour, the most {whose} may ask "
+                                   f"for ({setting}); try again in {wait} s.", status_code=429, retry_after=wait)
 
 
 def resend(subscription: Subscription, now) -> None:

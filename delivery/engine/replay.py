@@ -38,7 +38,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
     if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
         raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
                                status_code=409)
-    quotas.replay(subscription.topic.owner, now)
+    quotas.replay(subscription, now)
     window = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since, published_at__lt=until)
     limit = herald.MAX_REPLAY_MESSAGES
     if window[limit:limit + 1].exists():

@@ -49,8 +49,21 @@ def test_replays_per_hour(api, settings):
     assert refused.status_code == 429 and "HERALD_MAX_REPLAYS_PER_HOUR" in refused.json()["detail"]
     assert 3500 <= int(refused["Retry-After"]) <= 3601
     assert Replay.objects.count() == 1
-    owner = Subscription.objects.get().topic.owner
-    quotas.replay(owner, timezone.now() + timedelta(hours=1, seconds=1))  # an hour on, allowed again
+    quotas.replay(Subscription.objects.get(), timezone.now() + timedelta(hours=1, seconds=1))  # an hour on: allowed
+
+
+def test_replays_per_subscription_per_hour(api, settings):
+    settings.HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR = 2
+    topic = topic_of(api)
+    first, second = (api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": f"https://example.com/{n}"},
+                              format="json").json() for n in range(2))
+    since = (timezone.now() - timedelta(minutes=5)).isoformat()
+    for _ in range(2):
+        assert api.post(f"/api/subscriptions/{first['id']}/replay/", {"since": since}, format="json").status_code < 300
+    refused = api.post(f"/api/subscriptions/{first['id']}/replay/", {"since": since}, format="json")
+    assert refused.status_code == 429 and "HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR" in refused.json()["detail"]
+    assert int(refused["Retry-After"]) > 3500
+    assert api.post(f"/api/subscriptions/{second['id']}/replay/", {"since": since}, format="json").status_code < 300
 
 
 def test_resent_confirmations(api, settings, redis_conn):
