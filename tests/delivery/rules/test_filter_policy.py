@@ -271,3 +271,31 @@ def test_anything_but_is_a_set_lookup_with_the_old_meaning():
     one = {"s": [{"anything-but": "red"}]}
     assert filters.failing_key(one, {}, scope=filters.BODY, body={"s": "blue"}) is None
     assert filters.failing_key(one, {}, scope=filters.BODY, body={"s": "red"}) == "s"
+
+
+WORST_RULES = {  # per operator: MAX_COMBINATIONS conditions on one key, each as long as the policy size allows
+    "exact": lambda n: "v" * 1000 + str(n),
+    "prefix": lambda n: {"prefix": "v" * 1000 + str(n)},
+    "suffix": lambda n: {"suffix": str(n) + "v" * 1000},
+    "equals-ignore-case": lambda n: {"equals-ignore-case": "V" * 1000 + str(n)},
+    "numeric": lambda n: {"numeric": [">", -1e9, "<=", n]},
+    "exists": lambda n: {"exists": True},
+    "cidr": lambda n: {"cidr": f"10.{n % 256}.0.0/16"},
+    "anything-but": lambda n: {"anything-but": [f"v{n}-{i}" for i in range(10)]},
+    "anything-but prefix": lambda n: {"anything-but": {"prefix": "v" * 1000 + str(n)}},
+}
+
+
+@pytest.mark.parametrize("operator", sorted(WORST_RULES))
+def test_every_operator_costs_one_check_per_condition_and_element(operator, monkeypatch):
+    """The worst policy the limits allow against a 5,000-element array: each condition is checked once per
+    element, never more (no operator's cost multiplies: wildcards and anything-but have their own tests above)."""
+    rules = [WORST_RULES[operator](n) for n in range(filters.MAX_COMBINATIONS)]
+    policy = {"x": rules}
+    filters.validate(policy, scope=filters.BODY)  # the limits accept it
+    calls = []
+    real = filters._rule_matches
+    monkeypatch.setattr(filters, "_rule_matches", lambda *args: calls.append(1) or real(*args))
+    elements = ["w" * 200] * 2500 + [7] * 2500
+    assert filters.failing_key(policy, {}, scope=filters.BODY, body={"x": elements}) in ("x", None)
+    assert len(calls) <= len(rules) * (len(elements) + 1)
