@@ -1,6 +1,7 @@
 """A fast keep-alive HTTP/1.1 receiver for benchmarks (asyncio). By path:
 
     /fast/...   200 at once          /slow/...   200 after 200 ms          /hang/...   never answers
+    /late-token/...   an OAuth2 token answer after 9 s, living 30 s (so never cached)
 
 It logs `arrival-time webhook-id path` of every request to LOG (if given), so the benchmark can measure publish →
 receipt, and answers `GET /count` with how many requests it has seen.
@@ -15,6 +16,10 @@ import time
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
 SLOW_SECONDS = 0.2
+LATE_TOKEN_SECONDS = 9
+TOKEN = b'{"access_token": "bench", "expires_in": 30}'
+LATE_TOKEN = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: application/json\r\n\r\n%s" % (
+    len(TOKEN), TOKEN)
 seen = 0
 
 
@@ -48,6 +53,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log
                 log.write(b"%.6f %s %s\n" % (arrived, webhook_id, path))
             if path.startswith(b"/hang"):
                 await asyncio.sleep(3600)
+            elif path.startswith(b"/late-token"):
+                await asyncio.sleep(LATE_TOKEN_SECONDS)
+                writer.write(LATE_TOKEN)
+                continue
             elif path.startswith(b"/slow"):
                 await asyncio.sleep(SLOW_SECONDS)
             writer.write(OK)

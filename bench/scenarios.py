@@ -11,9 +11,11 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - one endpoint hanging until its timeout among 19 fast ones, beside the same 19 without it;
 - fan-out to 10,000 subscriptions; the workers' peak RSS;
 - noisy neighbour: a quiet owner's publish → receipt alone and while another owner's 40,000 deliveries drain,
-  beside twice its time alone plus 50 ms; the flood's drain rate beside its rate alone.
+  beside twice its time alone plus 50 ms; the flood's drain rate beside its rate alone;
+- slow neighbours: the same quiet owner beside another's hanging confirmation handshakes, and beside its
+  subscriptions whose token URL answers after 9 s, beside twice its time alone.
 
-    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE] [--only noisy-neighbour]
+    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE] [--only noisy-neighbour|slow-neighbours]
 """
 
 import argparse
@@ -377,6 +379,7 @@ def noisy_neighbour(bench: Bench, quick: bool) -> list[dict]:
     port, log = bench.own_receiver()
 
     def warm(topic, token):
+        open(log, "w").close()  # what an earlier run received is not this warm-up's answer
         bench.session(token).post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up"}, timeout=30)
         deadline = time.time() + 30
         while not any(True for _ in bench.received(log)) and time.time() < deadline:
@@ -412,6 +415,78 @@ def noisy_neighbour(bench: Bench, quick: bool) -> list[dict]:
     print(f"{'':<52}p50 alone {baseline['receipt_p50_ms']} ms, beside the flood {during['receipt_p50_ms']} ms")
     row(f"flood of {flood_total:,} drained beside the quiet owner", during_rate, "deliveries/s", alone_rate,
         "the flood alone")
+    return rows
+
+
+def slow_neighbours(bench: Bench, quick: bool) -> list[dict]:
+    """Another owner's slow parts beside a quiet owner publishing 5 msgs/s to a server of its own: (a) three
+    confirmation handshakes to a URL that accepts and never answers, asked again every 10 s; (b) four
+    subscriptions whose OAuth2 token URL answers after 9 s (with a token too short-lived to cache), published to
+    once a second. The quiet owner's publish → receipt beside each, and alone, in the same run."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    seconds = 20 * (0.5 if quick else 1.0)
+    port, log = bench.own_receiver()
+    bench.reset({"fast": 1})
+    quiet, token = bench.other_owner("calm", "calm", port)
+    bench.start_engine()
+    bench.session(token).post(f"{bench.api}/topics/{quiet}/publish/", json={"payload": "warm-up"}, timeout=30)
+    time.sleep(2)
+    open(log, "w").close()
+    alone = bench.steady(quiet, 5, seconds, token=token, prefix="calm", log=log)
+    policy = {"requestPolicy": {"timeoutSeconds": 15}}
+    base = f"http://127.0.0.1:{bench.receiver_port}"
+    noisy = bench.django(f"""
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from subscriptions.models import Endpoint, Subscription, Topic
+user, _ = get_user_model().objects.get_or_create(username="slow")
+topic = Topic.objects.create(owner=user, name="slow")
+for n in range(3):
+    Subscription.objects.create(topic=topic, status="pending_confirmation",
+                                endpoint=Endpoint.objects.create(owner=user, url=f"{base}/hang/{{n}}"))
+for n in range(4):
+    Subscription.objects.create(topic=topic, status="confirmed", delivery_policy={policy!r},
+                                endpoint=Endpoint.objects.create(owner=user, url=f"{base}/fast/t{{n}}"),
+                                oauth_token_url=f"{base}/late-token/{{n}}",
+                                oauth_client_id="slow", oauth_client_secret="s")
+print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1].split()
+    slow_topic, slow_token = int(noisy[0]), noisy[1]
+    stop = threading.Event()
+
+    def handshakes() -> None:  # asked again every 10 s, so one is always hanging
+        while not stop.is_set():
+            bench.django("""
+from delivery.engine.confirmation import confirmation_request
+from subscriptions.models import Subscription
+for s in Subscription.objects.filter(status="pending_confirmation"):
+    confirmation_request(subscription=s)""")
+            stop.wait(10)
+
+    def tokens() -> None:
+        session = bench.session(slow_token)
+        while not stop.is_set():
+            session.post(f"{bench.api}/topics/{slow_topic}/publish/", json={"payload": 1}, timeout=30)
+            stop.wait(1)
+
+    figures = {}
+    for name, load in (("three hanging confirmation handshakes", handshakes),
+                       ("four subscriptions with a 9 s token URL", tokens)):
+        stop.clear()
+        thread = threading.Thread(target=load, daemon=True)
+        thread.start()
+        time.sleep(3)  # the slow requests are on their way
+        open(log, "w").close()
+        figures[name] = bench.steady(quiet, 5, seconds, token=token, prefix="calm", log=log)
+        stop.set()
+        thread.join()
+    bench.stop_engine()
+    row("quiet owner publish→receipt p99, alone (slow neighbours)", alone["receipt_p99_ms"], "ms",
+        p50_ms=alone["receipt_p50_ms"])
+    for name, during in figures.items():
+        row(f"quiet owner publish→receipt p99, beside {name}", during["receipt_p99_ms"], "ms",
+            2 * alone["receipt_p99_ms"], "2× alone", p50_ms=during["receipt_p50_ms"])
+        print(f"{'':<52}p50 alone {alone['receipt_p50_ms']} ms, beside {during['receipt_p50_ms']} ms")
     return rows
 
 
@@ -503,6 +578,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
         "deliveries/s", loop, "requests.Session loop", publish_p50_ms=round(pct(latencies, 0.5), 1))
     print(f"{'':<52}publish answered in p50 {pct(latencies, 0.5):.0f} ms (fan-out written by a job)")
     rows += noisy_neighbour(bench, quick)
+    rows += slow_neighbours(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
@@ -526,12 +602,15 @@ def chart(rows: list[dict], path: str) -> None:
     Path(path).write_text("\n".join(parts) + "\n")
 
 
+ONLY = {"noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="about a third of the work of each scenario")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--chart", help="write an SVG chart here")
-    parser.add_argument("--only", choices=["noisy-neighbour"], help="run only this scenario")
+    parser.add_argument("--only", choices=sorted(ONLY), help="run only this scenario")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="herald-bench-")
     os.chmod(workdir, 0o755)
@@ -539,7 +618,7 @@ def main() -> int:
           f"Linux {os.uname().release}", flush=True)
     bench = Bench(workdir)
     try:
-        rows = noisy_neighbour(bench, args.quick) if args.only else scenarios(bench, args.quick)
+        rows = ONLY[args.only](bench, args.quick) if args.only else scenarios(bench, args.quick)
     finally:
         bench.close()
     if args.json:
