@@ -244,6 +244,16 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         topic, token = out.strip().splitlines()[-1].split()
         return int(topic), token
 
+    def warm_up(self, topic: int, token: str, log: str) -> None:
+        """One message through the running engine, waited for: a worker's first job is not in the figures."""
+        open(log, "w").close()  # what an earlier run received is not this warm-up's answer
+        self.session(token).post(f"{self.api}/topics/{topic}/publish/", json={"payload": "warm-up"}, timeout=30)
+        deadline = time.time() + 30
+        while not self.received(log) and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)
+        open(log, "w").close()
+
     def publish_many(self, topic: int, count: int, *, batch: int = 0) -> tuple[float, list[float]]:
         """Publish `count` messages from THREADS threads as fast as they go; (msgs/s, latencies in ms)."""
         latencies: list[float] = []
@@ -378,24 +388,16 @@ def noisy_neighbour(bench: Bench, quick: bool) -> list[dict]:
     bench.stop_engine()
     port, log = bench.own_receiver()
 
-    def warm(topic, token):
-        open(log, "w").close()  # what an earlier run received is not this warm-up's answer
-        bench.session(token).post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up"}, timeout=30)
-        deadline = time.time() + 30
-        while not any(True for _ in bench.received(log)) and time.time() < deadline:
-            time.sleep(0.05)
-        open(log, "w").close()
-
     bench.reset({"flood": endpoints})  # the quiet owner alone
     quiet, token = bench.other_owner("quiet", "quiet", port)
     bench.start_engine()
-    warm(quiet, token)
+    bench.warm_up(quiet, token, log)
     baseline = bench.steady(quiet, 5, 20, token=token, prefix="quiet", log=log)
     bench.stop_engine()
     flood_total = flood()  # both: the flood queued, then the quiet owner publishes while it drains
     quiet, token = bench.other_owner("quiet2", "quiet", port)
     bench.start_engine()
-    warm(quiet, token)  # the workers up and the flood draining (it takes tens of seconds)
+    bench.warm_up(quiet, token, log)  # the workers up and the flood draining (it takes tens of seconds)
     during = bench.steady(quiet, 5, 20, token=token, prefix="quiet", log=log)
     waits = bench.db.execute(
         """SELECT extract(epoch FROM a.started_at - m.published_at) * 1000, a.duration_ms
@@ -430,9 +432,7 @@ def slow_neighbours(bench: Bench, quick: bool) -> list[dict]:
     bench.reset({"fast": 1})
     quiet, token = bench.other_owner("calm", "calm", port)
     bench.start_engine()
-    bench.session(token).post(f"{bench.api}/topics/{quiet}/publish/", json={"payload": "warm-up"}, timeout=30)
-    time.sleep(2)
-    open(log, "w").close()
+    bench.warm_up(quiet, token, log)
     alone = bench.steady(quiet, 5, seconds, token=token, prefix="calm", log=log)
     policy = {"requestPolicy": {"timeoutSeconds": 15}}
     base = f"http://127.0.0.1:{bench.receiver_port}"
