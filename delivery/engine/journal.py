@@ -116,9 +116,7 @@ def _write(batch: list) -> None:
                 if same_as is not None and same_as != delivery_id:
                     entry["same_as"] = same_as
                 else:
-                    entry.update(status=result.status, duration_ms=result.duration_ms, started_at=result.started_at,
-                                 headers=result.headers, body_excerpt=result.body_excerpt,
-                                 error_class=result.error_class, error_detail=result.error_detail)
+                    entry |= _answer(result)
                 pipe.set(_key(delivery_id), json.dumps(entry), ex=KEEP_SECONDS)
             pipe.execute()
         _failing = False
@@ -127,6 +125,13 @@ def _write(batch: list) -> None:
             availability.redis_failed(exc, log, "could not journal %d answers; a crash before they are recorded "
                                       "would repeat them", len(batch))
         _failing = True
+
+
+def _answer(result: SendResult) -> dict:
+    """What an entry keeps of an answer (the fields of a SendResult)."""
+    return {"status": result.status, "duration_ms": result.duration_ms, "started_at": result.started_at,
+            "headers": result.headers, "body_excerpt": result.body_excerpt, "error_class": result.error_class,
+            "error_detail": result.error_detail}
 
 
 def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:

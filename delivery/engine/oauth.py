@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 from delivery.engine import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.rules.wire import OutgoingRequest
+from delivery.transport import sender
 
 REFRESH_MARGIN_SECONDS = 60  # a token is refreshed this long before it expires
 LOCK_SECONDS = 15
@@ -178,8 +179,6 @@ def authorize(request: OutgoingRequest, subscription) -> OutgoingRequest:
 
 def bearer(subscription, *, transport=None) -> str:
     """The subscription's access token, waited for (tools and tests; sends obtain theirs on the loop)."""
-    from delivery.transport import sender
-
     transport = transport or sender.transport()
     credentials = Credentials.of(subscription)
     return asyncio.run_coroutine_threadsafe(credentials.bearer(transport.post), transport.loop).result()
