@@ -45,6 +45,19 @@ def test_a_quiet_owners_fresh_delivery_goes_with_the_next_claim(django_user_mode
                                                  .values_list("endpoint_id", flat=True))  # both her endpoints
 
 
+def test_an_endpoint_without_room_still_counts_as_having_work(django_user_model, redis_conn):
+    """Its rows are not read while its sends are in flight; the pump must look again when they complete, not end
+    as if nothing were due (with no scheduler running, the rest waited forever)."""
+    from collections import Counter
+
+    alice, topic = owner_with(django_user_model, "alice", 1)
+    message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(10)])
+    endpoint = Delivery.objects.first().endpoint_id
+    now = timezone.now() + timedelta(seconds=1)
+    claimed, more = leases.claim_due(now, 8, per_endpoint=4, in_flight=Counter({endpoint: 4}))
+    assert (claimed, more) == ([], True)
+
+
 def test_an_owner_alone_gets_every_free_slot_oldest_first(django_user_model, redis_conn):
     alice, flood = owner_with(django_user_model, "alice", 1)
     message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(50)])
