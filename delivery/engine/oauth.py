@@ -80,24 +80,24 @@ class Credentials:
             return local[0]
         _local.pop(self.key, None)
         while True:
-            cached, ttl, failure = await _redis(_read, self.key)
-            if failure is not None:
-                raise TokenError(failure)
-            if cached is not None and cached != stale:
-                return _remember(self.key, cached, ttl)
+            token = await self._shared(stale)
+            if token is not None:
+                return token
             if await _redis(_lock, self.key):
-                try:
-                    cached, ttl, failure = await _redis(_read, self.key)  # another may have fetched meanwhile
-                    if failure is not None:
-                        raise TokenError(failure)
-                    if cached is not None and cached != stale:
-                        return _remember(self.key, cached, ttl)
-                    return await self._fetch(post, deadline)
+                try:  # another may have fetched between the look and the lock
+                    return await self._shared(stale) or await self._fetch(post, deadline)
                 finally:
                     await _redis(_unlock, self.key)
             if time.monotonic() + POLL_SECONDS > deadline:
                 raise TokenError("another worker is still fetching the access token")
             await asyncio.sleep(POLL_SECONDS)
+
+    async def _shared(self, stale: str | None) -> str | None:
+        """The token in Redis unless it is `stale`; TokenError while a failed fetch is remembered."""
+        cached, ttl, failure = await _redis(_read, self.key)
+        if failure is not None:
+            raise TokenError(failure)
+        return _remember(self.key, cached, ttl) if cached is not None and cached != stale else None
 
     async def _fetch(self, post, deadline: float) -> str:
         timeout = max(0.1, min(FETCH_TIMEOUT, deadline - time.monotonic()))
