@@ -72,7 +72,7 @@ def main() -> None:
                          FROM herald_delivery_message WHERE topic_id = 2""", [subs[1].id])
             c.execute("VACUUM ANALYZE herald_delivery_delivery")
         now = timezone.now()
-        for name, function in (("owners with due work", lambda: leases.owners_with_due_work(now)),
+        for name, function in (("shares with due work", lambda: leases.shares_with_due_work(now)),
                                ("the claim's read (64 slots)", lambda: leases.due_in_turn(now, 256, []))):
             timings = []
             for _ in range(5):
@@ -80,21 +80,24 @@ def main() -> None:
                 function()
                 timings.append((time.perf_counter() - started) * 1000)
             print(f"{name}: median {sorted(timings)[2]:.2f} ms over 5 runs")
-        owners = leases.owners_with_due_work(now)
+        shares = leases.shares_with_due_work(now)
         rows, _ = leases.due_in_turn(now, 256, [])
-        print(f"owners with due work: {owners}; the quiet owner's delivery is row "
+        print(f"(owner, tenant) shares with due work: {shares}; the quiet owner's delivery is row "
               f"{[r[1] for r in rows].index(2) + 1} of {len(rows)} read")
         with connection.cursor() as c:
             table = "herald_delivery_delivery"
             for title, sql, params in (
-                ("skip scan, one step", f"EXPLAIN (ANALYZE, BUFFERS) SELECT owner_id FROM {table} WHERE status = "
-                 "'pending' AND owner_id > %s ORDER BY owner_id LIMIT 1", [1]),
-                ("the claim's read: each owner's oldest due rows",
+                ("skip scan, one step", f"EXPLAIN (ANALYZE, BUFFERS) SELECT owner_id, COALESCE(tenant_id, 0) "
+                 f"FROM {table} WHERE status = 'pending' AND (owner_id, COALESCE(tenant_id, 0)) > (%s, 0) "
+                 "ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1", [1]),
+                ("the claim's read: each share's oldest due rows",
                  f"""EXPLAIN (ANALYZE, BUFFERS) SELECT c.id FROM unnest(%s::bigint[]) AS o(owner_id)
                      CROSS JOIN LATERAL (SELECT d.id FROM {table} d
-                         WHERE (d.owner_id, d.next_attempt_at) BETWEEN (o.owner_id, '-infinity') AND (o.owner_id, %s)
+                         WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                               BETWEEN (o.owner_id, 0, '-infinity') AND (o.owner_id, 0, %s)
                          AND d.status = 'pending' AND NOT (d.endpoint_id = ANY(%s::bigint[]))
-                         ORDER BY d.owner_id, d.next_attempt_at LIMIT 128) c""", [[1, 2], now, []])):
+                         ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 128) c""",
+                 [[1, 2], now, []])):
                 c.execute(sql, params)
                 print(f"\n{title}:\n" + "\n".join(row[0] for row in c.fetchall()))
     finally:

@@ -36,6 +36,14 @@ DEFAULTS: dict[str, object] = {
     "MAX_REPLAYS_PER_HOUR": 10,
     "MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR": 3,
     "RESEND_INTERVAL_SECONDS": 60,
+    # Tenants (docs/tenants.md): how many an owner may register, and each tenant's share of its owner's.
+    "MAX_TENANTS_PER_OWNER": 100_000,
+    "MAX_ENDPOINTS_PER_TENANT": 20,
+    "MAX_SUBSCRIPTIONS_PER_TENANT": 100,
+    "MAX_REPLAYS_PER_TENANT_PER_HOUR": 5,
+    "MAX_KEYS_PER_TENANT": 10,
+    # The longest a portal link lasts, in seconds (an owner asks for less).
+    "PORTAL_LINK_MAX_SECONDS": 7 * 86_400,
     "MAX_RESENDS_PER_HOUR": 30,
     # Engine tuning (docs/architecture.md).
     "MAX_IN_FLIGHT": 512,

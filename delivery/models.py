@@ -2,7 +2,8 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 from delivery.rules.vocabulary import (
     UNFINISHED,
@@ -13,7 +14,7 @@ from delivery.rules.vocabulary import (
     ErrorClass,
     choices,
 )
-from subscriptions.models import Endpoint, Subscription, Topic
+from subscriptions.models import Endpoint, Subscription, Tenant, Topic
 
 
 class Message(models.Model):
@@ -21,6 +22,10 @@ class Message(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="messages")
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="messages",
+                               help_text="Published for this tenant: only its subscriptions and the owner's own "
+                                         "receive it.")
+    broadcast = models.BooleanField(default=False, help_text="Published for every tenant of the owner.")
     event_type = models.CharField(max_length=256, default="herald.message")
     subject = models.CharField(max_length=1024, blank=True, default="")
     payload = models.JSONField(null=True, blank=True)
@@ -66,6 +71,10 @@ class Delivery(models.Model):
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
     # The topic's owner, on the row so that claiming shares due work fairly across owners (leases.claim_due).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # The subscription's tenant (empty: the owner's own), so that claiming shares an owner's turn fairly across its
+    # tenants too.
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)
     status = models.CharField(max_length=16, choices=choices(DeliveryStatus), default=DeliveryStatus.PENDING)
     attempt_count = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -100,9 +109,10 @@ class Delivery(models.Model):
             # claim reads a batch's worth of it however large the table grows.
             models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
                          name="delivery_pending_due"),
-            # Fair claiming: which owners have pending work, and each one's oldest due rows.
-            models.Index(fields=["owner", "next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
-                         name="delivery_pending_owner_due"),
+            # Fair claiming: which (owner, tenant) shares have pending work, and each one's oldest due rows (the
+            # owner's own rows are tenant 0).
+            models.Index(F("owner"), Coalesce(F("tenant"), Value(0)), F("next_attempt_at"),
+                         condition=Q(status=DeliveryStatus.PENDING), name="delivery_pending_share_due"),
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),

@@ -19,10 +19,96 @@ def generate_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
+TENANT_ID_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.:@-]{1,128}$", "Use 1 to 128 letters, digits, '_', '.', ':', '@' or '-'.")
+EVENT_TYPE_NAME_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.:-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.', ':' or '-'.")
+
+
+class Tenant(models.Model):
+    """One of an owner's customers, who subscribes to the owner's open topics itself (with a tenant API key or
+    through a portal link) and receives only the events published for it, or for everyone (docs/tenants.md)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenants")
+    external_id = models.CharField(max_length=128, validators=[TENANT_ID_VALIDATOR], help_text=(
+        "The owner's own name for the customer (an account id): what `publish(..., tenant=...)` names."))
+    name = models.CharField(max_length=200)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "external_id"], name="tenant_unique_per_owner")]
+
+    def __str__(self):
+        return f"{self.name} ({self.external_id})"
+
+
+class TenantKey(models.Model):
+    """A tenant's API key: shown once at creation, kept only as its SHA-256 (a key is 32 random bytes, so a fast
+    hash is enough: nothing to guess), revocable. `prefix` names it in lists without revealing it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="keys")
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    read_only = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"{self.prefix}…"
+
+
+class Portal(models.Model):
+    """How an owner's tenant portal looks and where it may be framed."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="herald_portal")
+    name = models.CharField(max_length=200, blank=True, default="", help_text="Shown in the portal's header.")
+    logo_url = models.URLField(max_length=2048, blank=True, default="")
+    colour = models.CharField(max_length=7, blank=True, default="", validators=[RegexValidator(
+        r"^#[0-9A-Fa-f]{6}$", "A colour as #rrggbb.")])
+    frame_ancestors = models.JSONField(default=list, blank=True, help_text=(
+        "Origins that may show the portal in an iframe (CSP frame-ancestors), e.g. [\"https://app.example.com\"]; "
+        "empty: none."))
+
+    def __str__(self):
+        return self.name or str(self.owner)
+
+
+class EventType(models.Model):
+    """An entry of an owner's event catalog: what a subscriber may choose, what a payload of it looks like."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="event_types")
+    name = models.CharField(max_length=256, validators=[EVENT_TYPE_NAME_VALIDATOR])
+    description = models.TextField(blank=True, default="")
+    schema = models.JSONField(null=True, blank=True, help_text="A JSON Schema (2020-12) of its payload.")
+    example = models.JSONField(null=True, blank=True)
+    validate_payloads = models.BooleanField(default=False, help_text=(
+        "Refuse a publish whose payload does not match the schema (400 naming the path)."))
+    deprecated = models.BooleanField(default=False)
+    open_to_tenants = models.BooleanField(default=True, help_text=(
+        "Tenants see it and may choose it (on a topic open to them)."))
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="event_type_unique_per_owner")]
+
+    def __str__(self):
+        return self.name
+
+
 class Topic(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="topics")
     name = models.CharField(max_length=256, validators=[TOPIC_NAME_VALIDATOR])
     description = models.TextField(blank=True, default="")
+    open_to_tenants = models.BooleanField(default=False, help_text=(
+        "The owner's tenants see this topic and may subscribe to it (like an SNS topic policy); closed topics are "
+        "invisible to them."))
     delivery_policy = models.JSONField(null=True, blank=True)
     message_retention_days = models.PositiveIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)],
@@ -45,6 +131,9 @@ class Endpoint(models.Model):
     State = EndpointState
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
+    # A tenant's endpoints are its own: two tenants (or a tenant and its owner) naming one URL get two health
+    # records, so one's failures never disable the other's deliveries.
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="endpoints")
     url = models.URLField(max_length=2048)
     state = models.CharField(max_length=16, choices=choices(EndpointState), default=State.ACTIVE)
     consecutive_failures = models.PositiveIntegerField(default=0)
@@ -59,7 +148,12 @@ class Endpoint(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["owner", "url"], name="endpoint_unique_url_per_owner")]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "url"], condition=models.Q(tenant__isnull=True),
+                                    name="endpoint_unique_url_per_owner"),
+            models.UniqueConstraint(fields=["tenant", "url"], condition=models.Q(tenant__isnull=False),
+                                    name="endpoint_unique_url_per_tenant"),
+        ]
 
     def __str__(self):
         return self.url
@@ -69,6 +163,9 @@ class Subscription(models.Model):
     Status = SubscriptionStatus
 
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
+    # A tenant's subscription receives the messages published for that tenant and broadcasts; the owner's own
+    # (no tenant) receive every message of the topic.
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="subscriptions")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="subscriptions")
     delivery_policy = models.JSONField(null=True, blank=True)
     filter_policy = models.JSONField(null=True, blank=True, help_text=(
@@ -124,6 +221,8 @@ class Subscription(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["topic", "status"], name="subscription_topic_status"),
+                   # Fan-out of a tenant's message reads the owner's subscriptions and that tenant's only.
+                   models.Index(fields=["topic", "tenant"], name="subscription_topic_tenant"),
                    models.Index(fields=["confirmation_send_at"], condition=models.Q(confirmation_send_at__isnull=False),
                                 name="subscription_handshake_due")]
 

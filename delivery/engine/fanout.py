@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from django.db import transaction
-from django.db.models import TextField
+from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -45,6 +45,7 @@ class Candidate(NamedTuple):
     event_types: list | None = None
     ordered: bool = False
     confirmed_before: bool = False  # awaiting confirmation of a changed endpoint, after an earlier consent
+    tenant_id: int | None = None
 
     @property
     def held(self) -> bool:
@@ -91,16 +92,45 @@ def decoded(text: str | None):
     return value
 
 
-def topic_subscriptions(topic_id: int) -> list[Candidate]:
-    """Every subscription of the topic, with what its filters and ordering need. The filters are read as text and
-    decoded through `decoded`, so publishing to a topic of 10,000 filtering subscriptions does not parse 10,000
-    policies every time."""
-    rows = Subscription.objects.filter(topic_id=topic_id).annotate(
+class Audience(NamedTuple):
+    """Whom a message is for: the owner's own subscriptions always; a tenant's when it is published for that tenant
+    (`tenant_id`) or for every tenant (`broadcast`)."""
+
+    tenant_id: int | None = None
+    broadcast: bool = False
+
+    def subscriptions(self) -> Q:
+        """The subscriptions it reaches, as a filter on Subscription (an index range of (topic, tenant) each)."""
+        if self.broadcast:
+            return Q()
+        if self.tenant_id is not None:
+            return Q(tenant__isnull=True) | Q(tenant_id=self.tenant_id)
+        return Q(tenant__isnull=True)
+
+    @classmethod
+    def of(cls, message: Message) -> "Audience":
+        return cls(message.tenant_id, message.broadcast)
+
+
+def messages_for(subscription: Subscription) -> Q:
+    """The messages of its topic a subscription receives, as a filter on Message (the replay's window)."""
+    if subscription.tenant_id is None:
+        return Q()
+    return Q(tenant_id=subscription.tenant_id) | Q(broadcast=True)
+
+
+def topic_subscriptions(topic_id: int, audience: Audience = Audience()) -> list[Candidate]:
+    """The topic's subscriptions the audience reaches, with what their filters and ordering need: for a message of
+    one tenant, the owner's and that tenant's only (however many tenants subscribe to the topic). The filters are
+    read as text and decoded through `decoded`, so publishing to a topic of 10,000 filtering subscriptions does
+    not parse 10,000 policies every time."""
+    rows = Subscription.objects.filter(audience.subscriptions(), topic_id=topic_id).annotate(
         policy_text=Cast("filter_policy", TextField()), types_text=Cast("event_types", TextField())).values_list(
         "id", "endpoint_id", "status", "policy_text", "filter_policy_scope", "types_text", "ordered_delivery",
-        "confirmed_at")
-    return [Candidate(sid, eid, status, decoded(policy), scope, decoded(types), ordered, confirmed is not None)
-            for sid, eid, status, policy, scope, types, ordered, confirmed in rows]
+        "confirmed_at", "tenant_id")
+    return [Candidate(sid, eid, status, decoded(policy), scope, decoded(types), ordered, confirmed is not None,
+                      tenant)
+            for sid, eid, status, policy, scope, types, ordered, confirmed, tenant in rows]
 
 
 def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_types=None) -> str | None:
@@ -139,7 +169,7 @@ def choose(subscriptions: list[Candidate], facts: Facts) -> tuple[list[Candidate
 
 def targets(message: Message) -> list[Candidate]:
     """The live subscriptions of the message's topic whose filters match it."""
-    return choose(topic_subscriptions(message.topic_id), Facts.of(message))[0]
+    return choose(topic_subscriptions(message.topic_id, Audience.of(message)), Facts.of(message))[0]
 
 
 def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
@@ -155,7 +185,7 @@ def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozens
         state = lifecycle.new(due=message.published_at, hold=candidate.held,
                               behind=bool(keyed) and candidate.id in waiting)
         deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
-                                   owner_id=owner_id,
+                                   owner_id=owner_id, tenant_id=candidate.tenant_id,
                                    ordering_key=keyed, **state))
     return deliveries
 

@@ -24,20 +24,21 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
     return _claim(lifecycle.due(now, id__in=delivery_ids), now)
 
 
-OWNERS_PER_CLAIM = 256  # owners with due work looked at by one claim, in turn after the last one served
-_after_owner = 0  # where the next claim's look at owners starts (per process; a fairness cursor, not a lock)
+SHARES_PER_CLAIM = 256  # (owner, tenant) shares with due work looked at by one claim, in turn after the last one
+_after_share = (0, 0)  # where the next claim's look at shares starts (per process; a fairness cursor, not a lock)
+OWN = 0  # the tenant of an owner's own rows, in a share
 
 
 def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
-    """Take up to `limit` requests' worth of due rows, shared fairly: across the owners with due work in turn, and
-    within an owner across its endpoints in turn, each one's oldest due first, so a quiet owner's fresh delivery
-    goes out with the next claim whatever another owner's backlog, while a busy owner alone still gets every free
-    slot. No endpoint gets more than its room (`per_endpoint` requests less what it has `in_flight`); endpoints
-    without room are not read at all. A row of a batching subscription is a 1/max_events_per_batch share of a
-    request, and such a subscription gets up to a whole batch of its due rows. Rows another worker is taking are
-    skipped. Returns (claimed, whether more was due than taken). Both queries read partial indexes of pending rows
-    (docs/architecture.md, "Fair claiming"): their cost follows the batch and the owners with due work, not the
-    number of pending rows."""
+    """Take up to `limit` requests' worth of due rows, shared fairly: across the owners with due work in turn,
+    within an owner across its tenants (and its own rows) in turn, and within those across endpoints in turn, each
+    one's oldest due first, so a quiet owner's (or tenant's) fresh delivery goes out with the next claim whatever
+    another's backlog, while a busy owner alone still gets every free slot. No endpoint gets more than its room
+    (`per_endpoint` requests less what it has `in_flight`); endpoints without room are not read at all. A row of a
+    batching subscription is a 1/max_events_per_batch share of a request, and such a subscription gets up to a
+    whole batch of its due rows. Rows another worker is taking are skipped. Returns (claimed, whether more was due
+    than taken). Both queries read partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
+    cost follows the batch and the shares with due work, not the number of pending rows."""
     in_flight = in_flight or Counter()
     full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
     due, more = due_in_turn(now, limit * 4, full)
@@ -68,78 +69,95 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
 
 def due_in_turn(now, count: int, full: list[int]) -> tuple[list[tuple], bool]:
     """Up to about `count` due rows (id, endpoint, subscription, batch size), in the order a fair claim takes
-    them: owners in turn, and each owner's endpoints in turn, each one's rows oldest first. Also whether more was
-    due than read."""
+    them: owners in turn, each owner's tenants in turn, and their endpoints in turn, each one's rows oldest first.
+    Also whether more was due than read."""
     if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
         rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
-                                 "owner_id")[:count])
+                                 "owner_id", "tenant_id")[:count])
         return in_turn(rows), len(rows) == count
-    owners = owners_with_due_work(now)
-    if not owners:
+    shares = shares_with_due_work(now)
+    if not shares:
         return [], False
-    quota = max(1, -(-count // len(owners)))  # each owner's share of the read, rounded up
-    # The row comparison is the owner index's own range (owner, next_attempt_at): with it the planner reads each
-    # owner's oldest due rows there, never the due-time index filtered by owner (which, beside one owner's million
-    # due rows, would read them all to find another owner's one).
+    quotas = share_quotas(shares, count)
+    # The row comparison is the share index's own range (owner, tenant, next_attempt_at): with it the planner reads
+    # each share's oldest due rows there, never the due-time index filtered by owner (which, beside one owner's
+    # million due rows, would read them all to find another owner's one).
     table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id
-                FROM unnest(%s::bigint[]) AS o(owner_id)
+            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant
+                FROM unnest(%s::bigint[], %s::bigint[], %s::int[]) AS o(owner_id, tenant, quota)
                 CROSS JOIN LATERAL (
                     SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id FROM {table} d
-                    WHERE (d.owner_id, d.next_attempt_at) BETWEEN (o.owner_id, '-infinity') AND (o.owner_id, %s)
+                    WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                          BETWEEN (o.owner_id, o.tenant, '-infinity') AND (o.owner_id, o.tenant, %s)
                       AND d.status = %s AND NOT (d.endpoint_id = ANY(%s::bigint[]))
-                    ORDER BY d.owner_id, d.next_attempt_at LIMIT %s) c
+                    ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT o.quota) c
                 JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id""",
-            [owners, now, DeliveryStatus.PENDING, full, quota])
+            [[owner for owner, _ in shares], [tenant for _, tenant in shares], [quotas[s] for s in shares], now,
+             DeliveryStatus.PENDING, full])
         rows = cursor.fetchall()
-    per_owner = Counter(row[4] for row in rows)
-    return in_turn(rows), any(n == quota for n in per_owner.values())
+    per_share = Counter((row[4], row[5]) for row in rows)
+    return in_turn(rows), any(n == quotas[share] for share, n in per_share.items())
 
 
-def owners_with_due_work(now) -> list[int]:
-    """Up to OWNERS_PER_CLAIM owners with due rows, starting after the last owner a claim of this process looked
-    at (and wrapping round), so that with more owners than that every one gets its turn. A skip scan of the
-    (owner, next_attempt_at) index of pending rows: one index probe per owner with pending rows, not a read of
-    the rows."""
-    global _after_owner
+def share_quotas(shares: list[tuple[int, int]], count: int) -> dict[tuple[int, int], int]:
+    """How many rows of each share to read: `count` split evenly across the owners, and each owner's part evenly
+    across its shares (its own rows and each tenant's), rounded up; so an owner with many tenants reads no more
+    than one without."""
+    owners = Counter(owner for owner, _ in shares)
+    per_owner = max(1, -(-count // len(owners)))
+    return {(owner, tenant): max(1, -(-per_owner // owners[owner])) for owner, tenant in shares}
+
+
+def shares_with_due_work(now) -> list[tuple[int, int]]:
+    """Up to SHARES_PER_CLAIM (owner, tenant) pairs with due rows (tenant OWN for the owner's own rows), starting
+    after the last pair a claim of this process looked at (and wrapping round), so that with more of them than
+    that every one gets its turn. A skip scan of the (owner, tenant, next_attempt_at) index of pending rows: one
+    index probe per pair with pending rows, not a read of the rows."""
+    global _after_share
     table = Delivery._meta.db_table
     query = f"""
-        WITH RECURSIVE pending_owners(owner_id, depth) AS (
-            (SELECT owner_id, 1 FROM {table} WHERE status = %(pending)s AND owner_id > %(after)s
-             ORDER BY owner_id LIMIT 1)
+        WITH RECURSIVE pending_shares(owner_id, tenant, depth) AS (
+            (SELECT owner_id, COALESCE(tenant_id, 0), 1 FROM {table}
+             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, 0)) > (%(owner)s, %(tenant)s)
+             ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1)
           UNION ALL
-            SELECT (SELECT d.owner_id FROM {table} d WHERE d.status = %(pending)s AND d.owner_id > p.owner_id
-                    ORDER BY d.owner_id LIMIT 1), p.depth + 1
-            FROM pending_owners p WHERE p.owner_id IS NOT NULL AND p.depth < %(scan)s
+            SELECT n.owner_id, n.tenant, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
+                SELECT d.owner_id, COALESCE(d.tenant_id, 0) AS tenant FROM {table} d
+                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, 0)) > (p.owner_id, p.tenant)
+                ORDER BY d.owner_id, COALESCE(d.tenant_id, 0) LIMIT 1) n
+            WHERE p.depth < %(scan)s
         )
-        SELECT p.owner_id FROM pending_owners p
-        WHERE p.owner_id IS NOT NULL AND EXISTS (
-            SELECT 1 FROM {table} d WHERE d.owner_id = p.owner_id AND d.status = %(pending)s
-              AND d.next_attempt_at <= %(now)s)
+        SELECT p.owner_id, p.tenant FROM pending_shares p
+        WHERE EXISTS (
+            SELECT 1 FROM {table} d WHERE d.owner_id = p.owner_id AND COALESCE(d.tenant_id, 0) = p.tenant
+              AND d.status = %(pending)s AND d.next_attempt_at <= %(now)s)
         LIMIT %(limit)s"""
-    found: list[int] = []
+    found: list[tuple[int, int]] = []
     with connection.cursor() as cursor:
-        for after in (_after_owner, 0) if _after_owner else (0,):
-            cursor.execute(query, {"pending": DeliveryStatus.PENDING, "after": after, "now": now,
-                                   "limit": OWNERS_PER_CLAIM - len(found), "scan": OWNERS_PER_CLAIM * 40})
-            found += [owner for (owner,) in cursor.fetchall() if owner not in found]
-            if len(found) >= OWNERS_PER_CLAIM:
+        for after in (_after_share, (0, 0)) if _after_share != (0, 0) else ((0, 0),):
+            cursor.execute(query, {"pending": DeliveryStatus.PENDING, "owner": after[0], "tenant": after[1],
+                                   "now": now, "limit": SHARES_PER_CLAIM - len(found),
+                                   "scan": SHARES_PER_CLAIM * 40})
+            found += [share for share in cursor.fetchall() if share not in found]
+            if len(found) >= SHARES_PER_CLAIM:
                 break
-    _after_owner = found[-1] if len(found) >= OWNERS_PER_CLAIM else 0
-    return found
+    _after_share = found[-1] if len(found) >= SHARES_PER_CLAIM else (0, 0)
+    return [tuple(share) for share in found]
 
 
 def in_turn(rows: list[tuple]) -> list[tuple]:
-    """`rows` (id, endpoint, subscription, batch size, owner), oldest first within each endpoint, reordered so that
-    owners take turns, and within an owner its endpoints take turns. The owner to go first rotates from claim to
-    claim, so no owner is always last when the batch is smaller than the number of owners."""
+    """`rows` (id, endpoint, subscription, batch size, owner, tenant), oldest first within each endpoint, reordered
+    so that owners take turns, within an owner its tenants (and its own rows) take turns, and within those their
+    endpoints. The owner to go first rotates from claim to claim, so no owner is always last when the batch is
+    smaller than the number of owners."""
     by_owner: dict = {}
     for row in rows:
-        by_owner.setdefault(row[4], {}).setdefault(row[1], []).append(row[:4])
-    queues = [_round_robin(list(endpoints.values())) for endpoints in by_owner.values()]
+        by_owner.setdefault(row[4], {}).setdefault(row[5] or OWN, {}).setdefault(row[1], []).append(row[:4])
+    queues = [_round_robin([_round_robin(list(endpoints.values())) for endpoints in tenants.values()])
+              for tenants in by_owner.values()]
     if queues:
         turn = next(_turns) % len(queues)
         queues = queues[turn:] + queues[:turn]

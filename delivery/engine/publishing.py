@@ -12,19 +12,19 @@ so a key's race or conflict concerns that entry alone.
 import hashlib
 import json
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import fanout, lifecycle
+from delivery.engine import catalog, fanout, lifecycle
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import publish_input
 from delivery.rules.wire import payload_bytes
-from subscriptions.models import Topic
+from subscriptions.models import Tenant, Topic
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 # Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
@@ -47,6 +47,9 @@ class Entry:
     attributes: dict = field(default_factory=dict)
     idempotency_key: str | None = None
     ordering_key: str | None = None
+    tenant: str | None = None  # a tenant's external id: for its subscriptions and the owner's own only
+    broadcast: bool = False  # for every tenant's subscriptions too
+    tenant_id: int | None = None  # `tenant`, resolved among the topic owner's tenants when published
 
     def fingerprint(self) -> str:
         """What a repeated idempotency key must repeat (the key itself aside)."""
@@ -54,7 +57,13 @@ class Entry:
                  "subject": self.subject, "attrs": self.attributes or {}}
         if self.ordering_key:
             parts["ordering_key"] = self.ordering_key
+        if self.tenant or self.broadcast:
+            parts["audience"] = self.tenant or "*"
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+    @property
+    def audience(self) -> fanout.Audience:
+        return fanout.Audience(self.tenant_id, self.broadcast)
 
 
 def entry_from(data: dict, *, idempotency_key: str | None = None) -> Entry:
@@ -73,7 +82,8 @@ def entry_from(data: dict, *, idempotency_key: str | None = None) -> Entry:
                  event_type=data.get("event_type", publish_input.DEFAULT_EVENT_TYPE),
                  subject=data.get("subject", ""), attributes=data.get("attributes") or {},
                  idempotency_key=data.get("idempotency_key") or idempotency_key,
-                 ordering_key=data.get("ordering_key") or None)
+                 ordering_key=data.get("ordering_key") or None, tenant=data.get("tenant") or None,
+                 broadcast=bool(data.get("broadcast")))
 
 
 def message_publish(*, topic: Topic, **fields) -> Published:
@@ -101,19 +111,41 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
     """The one path. Entries without a key cost one transaction together; each keyed entry is published on its own.
     When keyed entries and ordering keys mix, every entry goes on its own, in order, so the ordering keys keep the
     batch's order."""
-    results: dict[int, Published | ApplicationError] = {}
-    in_order = any(e.ordering_key for e in entries) and any(e.idempotency_key for e in entries)
-    together = [] if in_order else [n for n, entry in enumerate(entries) if not entry.idempotency_key]
+    results: dict[int, Published | ApplicationError] = catalog.refusals(topic.owner_id, entries)
+    entries, unknown = addressed(topic, entries)
+    results.update(unknown)  # entries refused here fail alone; the others are published all the same
+    kept = [n for n in range(len(entries)) if n not in results]
+    in_order = any(entries[n].ordering_key for n in kept) and any(entries[n].idempotency_key for n in kept)
+    together = [] if in_order else [n for n in kept if not entries[n].idempotency_key]
     if together:
         for n, published in zip(together, write(topic, [entries[n] for n in together]), strict=True):
             results[n] = published
-    for n, entry in enumerate(entries):
+    for n in kept:
         if n not in results:
             try:
-                results[n] = publish_alone(topic, entry)
+                results[n] = publish_alone(topic, entries[n])
             except ApplicationError as exc:  # its key was used with another request: this entry fails alone
                 results[n] = exc
     return [results[n] for n in range(len(entries))]
+
+
+def addressed(topic: Topic, entries: list[Entry]) -> tuple[list[Entry], dict[int, ApplicationError]]:
+    """The entries with their tenants resolved among the topic owner's (one query), and a 400 for each entry that
+    names a tenant the owner does not have."""
+    names = {entry.tenant for entry in entries if entry.tenant and entry.tenant_id is None}
+    if not names:
+        return entries, {}
+    known = dict(Tenant.objects.filter(owner_id=topic.owner_id, external_id__in=names)
+                 .values_list("external_id", "id"))
+    resolved, unknown = [], {}
+    for n, entry in enumerate(entries):
+        if entry.tenant and entry.tenant_id is None:
+            if entry.tenant not in known:
+                unknown[n] = ApplicationError(f"You have no tenant {entry.tenant!r}; register it first "
+                                              f"(POST /api/tenants/).", field="tenant")
+            entry = replace(entry, tenant_id=known.get(entry.tenant))
+        resolved.append(entry)
+    return resolved, unknown
 
 
 def publish_alone(topic: Topic, entry: Entry) -> Published:
@@ -139,12 +171,14 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     for each entry (`fanout.choose`), an ordering key's later deliveries written waiting behind its earlier ones
     (in the database, or earlier in `entries`), deliveries of a large fan-out left to a job."""
     with transaction.atomic():
-        subscriptions = fanout.topic_subscriptions(topic.id)
+        audiences: dict[fanout.Audience, list] = {}  # each audience's subscriptions, read once per write
         now = timezone.now()
         messages, chosen_for, waiting_for = [], [], []
         keyed: dict[str, set[int]] = {}  # ordering key → ordered subscriptions given a delivery in this write
         for entry in entries:
-            chosen, skipped = fanout.choose(subscriptions, fanout.Facts(
+            if entry.audience not in audiences:
+                audiences[entry.audience] = fanout.topic_subscriptions(topic.id, entry.audience)
+            chosen, skipped = fanout.choose(audiences[entry.audience], fanout.Facts(
                 entry.attributes, entry.event_type, entry.payload, entry.payload_is_text))
             large = len(chosen) > herald.INLINE_FANOUT
             key = entry.ordering_key
@@ -155,7 +189,8 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                 topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
                 subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
                 idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
-                fanout_pending=large, fanout_skipped=skipped, ordering_key=key or None))
+                fanout_pending=large, fanout_skipped=skipped, ordering_key=key or None, tenant_id=entry.tenant_id,
+                broadcast=entry.broadcast))
             chosen_for.append(chosen)
             waiting_for.append(waiting)
         Message.objects.bulk_create(messages)

@@ -39,7 +39,8 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
         raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
                                status_code=409)
     quotas.replay(subscription, now)
-    window = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since, published_at__lt=until)
+    window = Message.objects.filter(fanout.messages_for(subscription), topic_id=subscription.topic_id,
+                                    published_at__gte=since, published_at__lt=until)
     limit = herald.MAX_REPLAY_MESSAGES
     if window[limit:limit + 1].exists():
         raise ApplicationError(f"More than {limit} messages were published in that window; narrow since/until "
@@ -61,7 +62,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
             # Keyed ones all wait; their heads are released once this commits (under each key's lock).
             state = lifecycle.new(due=now, hold=paused, behind=bool(keyed))
             batch.append(Delivery(message=message, subscription=subscription, endpoint_id=subscription.endpoint_id,
-                                  owner_id=subscription.topic.owner_id,
+                                  owner_id=subscription.topic.owner_id, tenant_id=subscription.tenant_id,
                                   replay=replay, ordering_key=keyed, **state))
             count += 1
             if len(batch) == CHUNK:

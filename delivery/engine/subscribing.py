@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import lifecycle, quotas
+from delivery.engine import catalog, lifecycle, quotas, tenancy
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.rules import policy as delivery_policy
@@ -87,8 +87,9 @@ def checked_url(url: str, field: str) -> str:
     return normalized
 
 
-def endpoint_for(*, owner, url: str) -> Endpoint:
-    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=checked_url(url, "endpoint"))
+def endpoint_for(*, owner, url: str, tenant=None) -> Endpoint:
+    """The health record of `url` for the owner (or for one of its tenants: each has its own)."""
+    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, tenant=tenant, url=checked_url(url, "endpoint"))
     return endpoint
 
 
@@ -113,7 +114,7 @@ STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max
 
 def subscription_create(
     *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
-    signature_scheme=None, secret: str | None = None, **credentials,
+    signature_scheme=None, secret: str | None = None, tenant=None, **credentials,
 ) -> tuple[Subscription, str | None]:
     """(subscription, signing secret), the secret shown to the caller this once. `secret`: a `whsec_` secret of the
     caller's own (its receiver is configured with it before subscribing, so the confirmation handshake that goes
@@ -121,15 +122,21 @@ def subscription_create(
     client-certificate and OAuth2 fields, validated by the caller (the API's serializer). Like SNS Subscribe,
     subscribing an endpoint again to the same topic returns the existing subscription (secret None: it is never
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
-    different settings."""
+    different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
+    types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
     validate_policy(delivery_policy)
+    if tenant is not None:
+        tenant_rules(topic, tenant, credentials.get("event_types"))
     check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
     scheme = signature_scheme or SignatureScheme.HMAC_SHA256
     own_secret = secret is not None
     secret = new_secret(scheme, secret)
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
-        health = endpoint_for(owner=topic.owner, url=endpoint)
+        url = checked_url(endpoint, "endpoint")
+        new_endpoint = not Endpoint.objects.filter(owner=topic.owner, tenant=tenant, url=url,
+                                                   subscriptions__isnull=False).exists()
+        health = endpoint_for(owner=topic.owner, url=url, tenant=tenant)
         existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
         if existing is not None:
             asked = {"delivery_policy": delivery_policy or None, "filter_policy": filter_policy or None,
@@ -148,9 +155,12 @@ def subscription_create(
                     field="endpoint", status_code=409)
             return existing, None
         quotas.subscriptions(topic.owner)
+        if tenant is not None:
+            tenancy.subscription_room(tenant, new_endpoint=new_endpoint)
         confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
+            tenant=tenant,
             endpoint=health,
             delivery_policy=delivery_policy or None,
             filter_policy=filter_policy or None,
@@ -166,6 +176,16 @@ def subscription_create(
     return subscription, subscription.secret
 
 
+def tenant_rules(topic: Topic, tenant, event_types) -> None:
+    """What a tenant's subscription must respect: a topic of its owner's that is open to tenants (else the same
+    answer as for a topic that does not exist), event types from the owner's catalog."""
+    if topic.owner_id != tenant.owner_id or not topic.open_to_tenants:
+        raise ApplicationError(f'Invalid pk "{topic.pk}" - object does not exist.', field="topic")
+    problem = catalog.tenant_choice_problem(tenant.owner_id, event_types)
+    if problem:
+        raise ApplicationError(problem, field="event_types")
+
+
 def subscription_update(*, subscription: Subscription, now=None, **changes) -> Subscription:
     """Apply the changes. A new signature scheme brings a new secret or key of that scheme; the old one keeps
     signing beside it for the rotation's grace period, so receivers can switch without failing a request.
@@ -175,6 +195,8 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
     check_rules(subscription_rules.stored(subscription), changes)
+    if subscription.tenant_id is not None and "event_types" in changes:
+        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"])
     now = now or timezone.now()
     scheme = changes.pop("signature_scheme", None)
     if scheme is not None and scheme != subscription.signature_scheme:
@@ -183,7 +205,8 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
         validate_policy(changes["delivery_policy"])
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
-        changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"])
+        changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
+                                           tenant=subscription.tenant)
         if changes["endpoint"].id == subscription.endpoint_id:
             del changes["endpoint"]  # the same URL, however spelled: nothing to move, no consent to ask
     new_destination = "endpoint" in changes or (

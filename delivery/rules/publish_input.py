@@ -1,7 +1,9 @@
 """What a publish may carry, checked the same way for the API (its serializers) and for Python (`events.publish`,
 through `publishing.entry_from`): one of a JSON payload or a text message, an event type that is not Herald's
-own, a subject, attributes of strings and numbers, a printable ordering key. Pure: {field: reason}."""
+own, a subject, attributes of strings and numbers, a printable ordering key, one tenant (its external id) or a
+broadcast to every tenant. Pure: {field: reason}."""
 
+import re
 from collections.abc import Mapping
 
 DEFAULT_EVENT_TYPE = "herald.message"  # an event published without a type; the only herald.* type anyone may publish
@@ -40,6 +42,17 @@ def attributes_problem(value) -> str | None:
     return None
 
 
+TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
+
+
+def tenant_problem(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not TENANT_PATTERN.fullmatch(value):
+        return "must be a tenant's external id: 1 to 128 letters, digits, '_', '.', ':', '@' or '-'"
+    return None
+
+
 def problems(data: Mapping) -> dict[str, str]:
     """{field: reason} for a publish body (fields absent take their defaults)."""
     found = {}
@@ -53,6 +66,13 @@ def problems(data: Mapping) -> dict[str, str]:
         reason = check(data.get(name, default))
         if reason:
             found[name] = reason
+    if data.get("tenant") is not None and data.get("broadcast"):
+        found["broadcast"] = "a message is for one tenant or for every tenant: give tenant or broadcast, not both"
+    if not isinstance(data.get("broadcast", False), bool):
+        found["broadcast"] = "must be true or false"
+    reason = tenant_problem(data.get("tenant"))
+    if reason:
+        found["tenant"] = reason
     subject = data.get("subject", "")
     if not isinstance(subject, str) or len(subject) > MAX_SUBJECT:
         found["subject"] = f"must be a string of at most {MAX_SUBJECT} characters"

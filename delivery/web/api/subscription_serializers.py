@@ -265,6 +265,15 @@ class PublishSerializer(StrictInput, serializers.Serializer):
         required=False, allow_null=True, default=None, max_length=256,
         help_text="Subscriptions with ordered delivery receive the messages of one key one at a time, in publish "
                   "order (docs/ordering.md).")
+    tenant = serializers.CharField(
+        required=False, allow_null=True, default=None, max_length=128,
+        help_text="The external id of one of your tenants: the message goes to that tenant's subscriptions and your "
+                  "own only (docs/tenants.md). Empty: your own subscriptions only.")
+    broadcast = serializers.BooleanField(required=False, default=False,
+                                         help_text="The message goes to every tenant's subscriptions too.")
+
+    def validate_tenant(self, value):
+        return self._checked(publish_input.tenant_problem, value) or None
 
     def validate_event_type(self, value):
         return self._checked(publish_input.event_type_problem, value)
@@ -278,6 +287,9 @@ class PublishSerializer(StrictInput, serializers.Serializer):
     def validate(self, data):
         if ("payload" in self.initial_data) == ("message" in self.initial_data):
             raise serializers.ValidationError({"payload": [publish_input.ONE_OF]})
+        if data.get("tenant") and data.get("broadcast"):
+            raise serializers.ValidationError({"broadcast": [publish_input.problems(
+                {"payload": None, "tenant": data["tenant"], "broadcast": True})["broadcast"]]})
         return data
 
     @staticmethod

@@ -14,7 +14,7 @@ from delivery.conf import herald
 from delivery.engine import health, recovery, replay, subscribing
 from delivery.engine.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import Entry, entry_from, message_publish, message_publish_batch
+from delivery.engine.publishing import Entry, entry_from, message_publish_batch, publish_one
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
@@ -106,10 +106,7 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         if key is not None and len(key) > 255:
             raise ApplicationError("At most 255 characters.", field="Idempotency-Key")
         entry = publish_entry(PublishSerializer, request.data, idempotency_key=key)
-        message, count, created = message_publish(
-            topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
-            subject=entry.subject, attributes=entry.attributes, idempotency_key=key, ordering_key=entry.ordering_key,
-        )
+        message, count, created = publish_one(topic, entry)
         body = {"message_id": message.id, "deliveries": count, "duplicate": not created}
         return Response(PublishedSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 

@@ -69,7 +69,7 @@ def test_an_owner_alone_gets_every_free_slot_oldest_first(django_user_model, red
 
 def test_every_owner_gets_its_turn_when_there_are_more_owners_than_slots(django_user_model, redis_conn,
                                                                          monkeypatch):
-    monkeypatch.setattr(leases, "OWNERS_PER_CLAIM", 3)
+    monkeypatch.setattr(leases, "SHARES_PER_CLAIM", 3)
     owners = [owner_with(django_user_model, f"o{n}", 1) for n in range(7)]
     for _, topic in owners:
         message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(3)])
@@ -86,17 +86,18 @@ def test_the_owners_are_found_by_index_probes_not_by_reading_the_rows(django_use
     message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(100)])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE herald_delivery_delivery")
-    leases.owners_with_due_work(timezone.now())  # warm
+    leases.shares_with_due_work(timezone.now())  # warm
     plan = "\n".join(row[0] for row in _explain(timezone.now()))
-    assert "delivery_pending_owner_due" in plan, plan
+    assert "delivery_pending_share_due" in plan, plan
 
 
 def _explain(now):
     table = Delivery._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")  # a 100-row table would be read whole anyway
-        cursor.execute(f"""EXPLAIN SELECT owner_id FROM {table} WHERE status = 'pending' AND owner_id > 0
-                           ORDER BY owner_id LIMIT 1""")
+        cursor.execute(f"""EXPLAIN SELECT owner_id, COALESCE(tenant_id, 0) FROM {table}
+                           WHERE status = 'pending' AND (owner_id, COALESCE(tenant_id, 0)) > (0, 0)
+                           ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1""")
         rows = cursor.fetchall()
         cursor.execute("SET enable_seqscan = on")
     return rows

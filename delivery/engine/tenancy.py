@@ -1,0 +1,152 @@
+"""Tenants: an owner's customers as principals of their own (docs/tenants.md).
+
+An owner registers tenants, opens topics (and catalog event types) to them, and hands each one credentials: API
+keys (shown once, kept as a SHA-256) or portal links (signed, expiring, one tenant, optionally read-only). With
+them a tenant manages its own subscriptions on the open topics and sees its own deliveries; everything else
+answers 404, as another owner's objects do.
+
+    tenant, _ = tenant_create(owner=shop, external_id="acme", name="Acme Ltd")
+    key, plaintext = tenant_key_create(tenant=tenant)      # plaintext: shown this once
+    url = portal_link(tenant, ttl=timedelta(hours=1))      # /portal/<token>/ for the tenant's browser
+"""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.core import signing
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from delivery.conf import herald
+from delivery.engine.errors import ApplicationError
+from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
+
+KEY_PREFIX = "htk_"
+PORTAL_SALT = "herald.portal"
+
+
+@dataclass(frozen=True)
+class TenantAccess:
+    """Who is asking, when it is a tenant: `request.auth` of a tenant key, the portal session's principal."""
+
+    tenant: Tenant
+    read_only: bool = False
+    via: str = "key"  # "key" or "portal"
+
+    @property
+    def owner_id(self) -> int:
+        return self.tenant.owner_id
+
+
+def tenant_of(request) -> TenantAccess | None:
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, TenantAccess) else None
+
+
+def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | None = None) -> tuple[Tenant, bool]:
+    """(tenant, created); registering an external id again returns the tenant (409 if it asks for a different
+    name or metadata: change it with PATCH)."""
+    existing = Tenant.objects.filter(owner=owner, external_id=external_id).first()
+    if existing is None:
+        limit = herald.MAX_TENANTS_PER_OWNER
+        if Tenant.objects.filter(owner=owner).count() >= limit:
+            raise ApplicationError(f"You have {limit} tenants, the most one owner may have "
+                                   f"(HERALD_MAX_TENANTS_PER_OWNER).")
+        try:
+            with transaction.atomic():
+                return Tenant.objects.create(owner=owner, external_id=external_id, name=name or external_id,
+                                             metadata=metadata or {}), True
+        except IntegrityError:  # registered meanwhile by a concurrent request
+            existing = Tenant.objects.get(owner=owner, external_id=external_id)
+    different = [field for field, value in (("name", name), ("metadata", metadata))
+                 if value and value != getattr(existing, field)]
+    if different:
+        raise ApplicationError(f"You already have a tenant {external_id!r} (id {existing.id}) with a different "
+                               f"{' and '.join(different)}; change it with PATCH /api/tenants/{existing.id}/.",
+                               field="external_id", status_code=409)
+    return existing, False
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def tenant_key_create(*, tenant: Tenant, name: str = "", read_only: bool = False) -> tuple[TenantKey, str]:
+    """(key record, the key itself): the key is shown to the caller this once and stored only as its hash."""
+    live = TenantKey.objects.filter(tenant=tenant, revoked_at=None).count()
+    if live >= herald.MAX_KEYS_PER_TENANT:
+        raise ApplicationError(f"This tenant has {live} keys, the most one may have (HERALD_MAX_KEYS_PER_TENANT); "
+                               f"revoke one first.")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    record = TenantKey.objects.create(tenant=tenant, name=name, prefix=plaintext[:12], key_hash=_hash(plaintext),
+                                      read_only=read_only)
+    return record, plaintext
+
+
+def tenant_key_revoke(*, key: TenantKey, now=None) -> TenantKey:
+    if key.revoked_at is None:
+        key.revoked_at = now or timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key
+
+
+def key_access(plaintext: str) -> TenantAccess | None:
+    """The access a tenant key grants, or None (unknown or revoked)."""
+    if not plaintext.startswith(KEY_PREFIX) or len(plaintext) > 100:
+        return None
+    record = (TenantKey.objects.select_related("tenant", "tenant__owner")
+              .filter(key_hash=_hash(plaintext), revoked_at=None).first())
+    if record is None or not record.tenant.owner.is_active:
+        return None
+    return TenantAccess(record.tenant, record.read_only, "key")
+
+
+def portal_token(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_only: bool = False, now=None) -> str:
+    """A signed token naming the tenant, whether it may change anything, and when it stops working."""
+    seconds = int(ttl.total_seconds())
+    if not 0 < seconds <= herald.PORTAL_LINK_MAX_SECONDS:
+        raise ApplicationError(f"must be between 1 second and {herald.PORTAL_LINK_MAX_SECONDS} seconds "
+                               f"(HERALD_PORTAL_LINK_MAX_SECONDS)", field="ttl")
+    expires = int((now or timezone.now()).timestamp()) + seconds
+    return signing.dumps([tenant.id, int(read_only), expires], salt=PORTAL_SALT, compress=True)
+
+
+def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_only: bool = False, now=None) -> str:
+    """The path of a portal link for `tenant` (`/portal/<token>/` under Herald's URLs); the owner's backend hands
+    it, on its own host, to the tenant's browser."""
+    return reverse("herald:portal-enter", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
+
+
+class LinkRefused(Exception):
+    """The portal link is forged, expired or names a tenant that no longer exists."""
+
+
+def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
+    """(access, expires at as a Unix time) for a portal token; LinkRefused otherwise."""
+    try:
+        tenant_id, read_only, expires = signing.loads(token, salt=PORTAL_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise LinkRefused("This link is not valid.") from None
+    if int((now or timezone.now()).timestamp()) >= expires:
+        raise LinkRefused("This link has expired; ask for a new one.")
+    tenant = Tenant.objects.select_related("owner").filter(id=tenant_id).first()
+    if tenant is None or not tenant.owner.is_active:
+        raise LinkRefused("This link is not valid.")
+    return TenantAccess(tenant, bool(read_only), "portal"), expires
+
+
+def subscription_room(tenant: Tenant, *, new_endpoint: bool) -> None:
+    """Before a tenant's new subscription: room for one more, and for one more endpoint if it brings one."""
+    limit = herald.MAX_SUBSCRIPTIONS_PER_TENANT
+    if Subscription.objects.filter(tenant=tenant).count() >= limit:
+        raise ApplicationError(f"This tenant has {limit} subscriptions, the most one tenant may have "
+                               f"(HERALD_MAX_SUBSCRIPTIONS_PER_TENANT); delete some first.")
+    limit = herald.MAX_ENDPOINTS_PER_TENANT
+    in_use = Endpoint.objects.filter(tenant=tenant, subscriptions__isnull=False).distinct()
+    if new_endpoint and in_use.count() >= limit:
+        raise ApplicationError(f"This tenant has {limit} endpoints, the most one tenant may have "
+                               f"(HERALD_MAX_ENDPOINTS_PER_TENANT); remove the subscriptions of one first.",
+                               field="endpoint")
