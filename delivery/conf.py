@@ -42,6 +42,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_SUBSCRIPTIONS_PER_TENANT": 100,
     "MAX_REPLAYS_PER_TENANT_PER_HOUR": 5,
     "MAX_KEYS_PER_TENANT": 10,
+    "MAX_TEST_EVENTS_PER_HOUR": 10,
     # The longest a portal link lasts, in seconds (an owner asks for less).
     "PORTAL_LINK_MAX_SECONDS": 7 * 86_400,
     "MAX_RESENDS_PER_HOUR": 30,

@@ -9,10 +9,12 @@ clash with a host project's own.
 from django.urls import include, path
 from rest_framework.routers import APIRootView, DefaultRouter
 
+from delivery.web import portal
 from delivery.web.api.base import HeraldAPI
 from delivery.web.api.docs import RedocView, SchemaView, SwaggerView, redoc_bundle_view
 from delivery.web.api.messages import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
 from delivery.web.api.subscriptions import EndpointViewSet, SubscriptionViewSet, TopicViewSet
+from delivery.web.api.tenants import EventTypeViewSet, PortalSettingsView, TenantViewSet
 from delivery.web.console.dashboard import dashboard
 from delivery.web.prometheus import metrics
 
@@ -27,7 +29,8 @@ class HeraldRouter(DefaultRouter):
     """The browsable API's root lists every resource, the non-viewset pages and the docs too."""
 
     APIRootView = RootView
-    EXTRA = {"policies/preview": "policy-preview", "schema": "schema", "docs": "api-docs", "redoc": "api-redoc"}
+    EXTRA = {"portal": "portal-settings",
+             "policies/preview": "policy-preview", "schema": "schema", "docs": "api-docs", "redoc": "api-redoc"}
 
     def get_api_root_view(self, api_urls=None):
         names = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}
@@ -40,6 +43,8 @@ router.register("subscriptions", SubscriptionViewSet)
 router.register("endpoints", EndpointViewSet)
 router.register("messages", MessageViewSet)
 router.register("deliveries", DeliveryViewSet)
+router.register("tenants", TenantViewSet)
+router.register("event-types", EventTypeViewSet)
 
 docs = [
     path("schema/", SchemaView.as_view(), name="schema"),
@@ -49,8 +54,18 @@ docs = [
 ]
 urlpatterns = [
     path("api/", include([path("policies/preview/", PolicyPreviewView.as_view(), name="policy-preview"),
+                          path("portal/", PortalSettingsView.as_view(), name="portal-settings"),
                           path("keys/<uuid:keys_id>/jwks.json", SigningKeysView.as_view(), name="signing-keys"),
                           *docs, *router.urls])),
     path("dashboard/", dashboard, name="dashboard"),
+    path("portal/<str:token>/", include([
+        path("", portal.home, name="portal-home"),
+        path("event-types/", portal.event_types, name="portal-event-types"),
+        path("endpoints/new/", portal.subscription_new, name="portal-new"),
+        path("endpoints/<int:subscription_id>/", portal.subscription_detail, name="portal-subscription"),
+        path("endpoints/<int:subscription_id>/<str:name>/", portal.subscription_action, name="portal-action"),
+        path("deliveries/<int:delivery_id>/", portal.delivery_detail, name="portal-delivery"),
+        path("deliveries/<int:delivery_id>/retry/", portal.delivery_retry, name="portal-retry"),
+    ])),
     path("metrics", metrics, name="metrics"),
 ]

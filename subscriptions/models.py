@@ -106,7 +106,7 @@ class Topic(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="topics")
     name = models.CharField(max_length=256, validators=[TOPIC_NAME_VALIDATOR])
     description = models.TextField(blank=True, default="")
-    open_to_tenants = models.BooleanField(default=False, help_text=(
+    open_to_tenants = models.BooleanField(default=False, db_default=False, help_text=(
         "The owner's tenants see this topic and may subscribe to it (like an SNS topic policy); closed topics are "
         "invisible to them."))
     delivery_policy = models.JSONField(null=True, blank=True)

@@ -19,12 +19,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import catalog, fanout, lifecycle
+from delivery.engine import catalog, fanout, lifecycle, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import publish_input
 from delivery.rules.wire import payload_bytes
-from subscriptions.models import Tenant, Topic
+from subscriptions.models import EventType, Subscription, Tenant, Topic
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 # Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
@@ -206,6 +206,35 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
         if not capturing.get():
             lifecycle.created(created)
     return [(message, len(chosen), True) for message, chosen in zip(messages, chosen_for, strict=True)]
+
+
+TEST_EVENT_TYPE = "herald.test"
+
+
+def test_event(*, subscription: Subscription, now=None) -> Delivery:
+    """A test event for `subscription` alone (`herald.test`, with the catalog's example of one of its event types
+    when there is one), delivered and recorded like any other; a few per hour per subscription. Replays leave test
+    events out."""
+    now = now or timezone.now()
+    if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
+        raise ApplicationError("The endpoint has not confirmed this subscription yet; confirm it first.",
+                               status_code=409)
+    quotas.test_events(subscription, now)
+    example = (EventType.objects.filter(owner_id=subscription.topic.owner_id, name__in=subscription.event_types or [])
+               .exclude(example=None).values_list("name", "example").first())
+    payload = {"test": True, "subscription": subscription.id, "sent_at": now.isoformat()}
+    if example:
+        payload.update(event_type=example[0], example=example[1])
+    with transaction.atomic():
+        message = Message.objects.create(
+            topic=subscription.topic, tenant_id=subscription.tenant_id, event_type=TEST_EVENT_TYPE,
+            subject=f"subscription:{subscription.id}", payload=payload, published_at=now, fanout_skipped={})
+        candidate = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
+                                     confirmed_before=subscription.confirmed_at is not None,
+                                     tenant_id=subscription.tenant_id)
+        created = Delivery.objects.bulk_create(fanout.build(message, [candidate]))
+        lifecycle.created(created)
+    return created[0]
 
 
 def _repeated(existing: Message, entry: Entry) -> Published:

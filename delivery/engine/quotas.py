@@ -4,6 +4,8 @@ naming its limit (docs/security.md).
     HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics   400
     HERALD_MAX_REPLAYS_PER_HOUR          replays the owner asks for in an hour      429, Retry-After
     HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR   replays of one subscription in an hour   429, Retry-After
+    HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR         replays of one tenant's subscriptions     429, Retry-After
+    HERALD_MAX_TEST_EVENTS_PER_HOUR      test events to one subscription in an hour 429, Retry-After
     HERALD_RESEND_INTERVAL_SECONDS       between two resent confirmations of one subscription   429, Retry-After
     HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's per clock hour     429, Retry-After
 
@@ -16,7 +18,7 @@ from datetime import timedelta
 from delivery.conf import herald
 from delivery.engine import redis_link
 from delivery.engine.errors import ApplicationError
-from delivery.models import Replay
+from delivery.models import Delivery, Replay
 from delivery.rules.vocabulary import AttemptQueue
 from subscriptions.models import Subscription
 
@@ -41,12 +43,26 @@ def replay(subscription: Subscription, now) -> None:
              "one subscription"),
             (Replay.objects.filter(subscription__topic__owner_id=subscription.topic.owner_id,
                                    requested_at__gt=hour_ago),
-             herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner")):
+             herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner"),
+            *(((Replay.objects.filter(subscription__tenant_id=subscription.tenant_id, requested_at__gt=hour_ago),
+                herald.MAX_REPLAYS_PER_TENANT_PER_HOUR, "HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR", "one tenant"),)
+              if subscription.tenant_id else ())):
         if recent.count() >= limit:
             oldest = recent.order_by("requested_at").values_list("requested_at", flat=True).first()
             wait = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
             raise ApplicationError(f"{limit} replays were asked for in the last hour, the most {whose} may ask "
                                    f"for ({setting}); try again in {wait} s.", status_code=429, retry_after=wait)
+
+
+def test_events(subscription: Subscription, now) -> None:
+    """Before a test event: fewer than HERALD_MAX_TEST_EVENTS_PER_HOUR for the subscription in the last hour."""
+    limit = herald.MAX_TEST_EVENTS_PER_HOUR
+    recent = Delivery.objects.filter(subscription=subscription, message__event_type="herald.test",
+                                     created_at__gt=now - timedelta(hours=1))
+    if recent.count() >= limit:
+        raise ApplicationError(f"{limit} test events were sent to this subscription in the last hour, the most "
+                               f"one may get (HERALD_MAX_TEST_EVENTS_PER_HOUR); try again later.", status_code=429,
+                               retry_after=600)
 
 
 def resend(subscription: Subscription, now) -> None:

@@ -35,7 +35,8 @@ def check_rules(current: dict, changes: dict) -> None:
 
 
 def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None,
-                 message_retention_days: int | None = None) -> tuple[Topic, bool]:
+                 message_retention_days: int | None = None, open_to_tenants: bool | None = None
+                 ) -> tuple[Topic, bool]:
     """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
     asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
     validate_policy(delivery_policy)
@@ -45,11 +46,12 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
             with transaction.atomic():
                 return Topic.objects.create(owner=owner, name=name, description=description or "",
                                             delivery_policy=delivery_policy or None,
-                                            message_retention_days=message_retention_days), True
+                                            message_retention_days=message_retention_days,
+                                            open_to_tenants=bool(open_to_tenants)), True
         except IntegrityError:  # created meanwhile by a concurrent request
             existing = Topic.objects.get(owner=owner, name=name)
     asked = {"description": description, "delivery_policy": delivery_policy or None,
-             "message_retention_days": message_retention_days}
+             "message_retention_days": message_retention_days, "open_to_tenants": open_to_tenants}
     different = [field for field, value in asked.items()
                  if value is not None and value != getattr(existing, field)]
     if different:

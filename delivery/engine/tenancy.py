@@ -117,7 +117,7 @@ def portal_token(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_on
 def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_only: bool = False, now=None) -> str:
     """The path of a portal link for `tenant` (`/portal/<token>/` under Herald's URLs); the owner's backend hands
     it, on its own host, to the tenant's browser."""
-    return reverse("herald:portal-enter", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
+    return reverse("herald:portal-home", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
 
 
 class LinkRefused(Exception):

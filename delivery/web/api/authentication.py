@@ -1,8 +1,12 @@
 """API token authentication: `Authorization: Token <key>`, and `Bearer <key>` too, since that is what most HTTP
-clients and API tools send for a token."""
+clients and API tools send for a token. A tenant's key (`htk_…`) authenticates as its owner with the tenant's
+access as `request.auth`: every Herald view then narrows what it shows and does to that tenant (ownership.py,
+base.py)."""
 
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
+
+from delivery.engine import tenancy
 
 HOW = "Send your API token as 'Authorization: Token <key>' (or 'Bearer <key>')."
 
@@ -23,4 +27,9 @@ class HeraldTokenAuthentication(TokenAuthentication):
             key = header[1].decode()
         except UnicodeError:
             raise AuthenticationFailed("The token contains invalid characters.") from None
+        if key.startswith(tenancy.KEY_PREFIX):  # a tenant's key: its owner's API, narrowed to the tenant's slice
+            access = tenancy.key_access(key)
+            if access is None:
+                raise AuthenticationFailed("Invalid token.")
+            return access.tenant.owner, access
         return self.authenticate_credentials(key)

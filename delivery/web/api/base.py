@@ -9,11 +9,13 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
+from delivery.engine import tenancy
 from delivery.web.api.authentication import HeraldTokenAuthentication
 from delivery.web.api.errors import api_exception_handler
 from delivery.web.api.pagination import BoundedLimitOffsetPagination
@@ -40,8 +42,18 @@ class HeraldAPI:
     def get_exception_handler(self):
         return api_exception_handler
 
+    # What a tenant (a tenant key, request.auth) may do here: the names of the view's actions. Anything else
+    # answers 404, as another owner's objects do: a tenant's slice is opened route by route, never by default.
+    tenant_actions: frozenset[str] = frozenset()
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication, permissions and throttles come first
+        access = tenancy.tenant_of(request)
+        if access is not None:
+            if getattr(self, "action", None) not in self.tenant_actions:
+                raise NotFound()
+            if access.read_only and request.method not in SAFE_METHODS:
+                raise PermissionDenied("This key is read-only.")
         refuse_body(self, request)
 
 

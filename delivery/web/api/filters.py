@@ -39,9 +39,9 @@ class MessageFilter(FilterSet):
 
 
 class DeliveryFilter(FilterSet):
-    subscription = ModelChoiceFilter(queryset=owned_choices(Subscription, "topic__owner"))
+    subscription = ModelChoiceFilter(queryset=owned_choices(Subscription, "topic__owner", "tenant"))
     message = ModelChoiceFilter(queryset=owned_choices(Message, "topic__owner"))
-    endpoint = ModelChoiceFilter(queryset=owned_choices(Endpoint))
+    endpoint = ModelChoiceFilter(queryset=owned_choices(Endpoint, "owner", "tenant"))
     created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt")
     replay = NumberFilter(field_name="replay_id", help_text="The deliveries of one replay.")

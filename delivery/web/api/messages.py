@@ -83,6 +83,8 @@ class DeliveryViewSet(ReadOnlyViewSet):
 
     queryset = Delivery.objects.select_related("endpoint").prefetch_related("attempts__exchange")
     owner_path = "subscription__topic__owner"
+    tenant_path = "subscription__tenant"
+    tenant_actions = frozenset({"list", "retrieve", "retry"})
     serializer_class = DeliverySerializer
     detail_serializer_class = DeliveryDetailSerializer
     filterset_class = DeliveryFilter

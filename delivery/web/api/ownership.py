@@ -1,13 +1,30 @@
-"""Every object belongs to an owner: others get 404 (never 403, which would leak that it exists); staff see all."""
+"""Every object belongs to an owner: others get 404 (never 403, which would leak that it exists); staff see all.
+A tenant (docs/tenants.md) sees its own objects of its owner's only, and the topics open to tenants."""
 
 from rest_framework.generics import get_object_or_404
+
+from delivery.engine.tenancy import tenant_of
+
+
+def tenant_scope(queryset, access, owner_path: str, tenant_path: str | None):
+    """The tenant's own objects among `queryset`: `tenant_path` names the model's tenant ("open" for topics: the
+    owner's topics open to tenants); None: nothing."""
+    if tenant_path is None:
+        return queryset.none()
+    if tenant_path == "open":
+        return queryset.filter(**{owner_path: access.owner_id, "open_to_tenants": True})
+    return queryset.filter(**{owner_path: access.owner_id, tenant_path: access.tenant})
 
 
 class OwnedQuerysetMixin:
     owner_path = "owner"  # the lookup from the model to its owning user
+    tenant_path = None  # the lookup from the model to its tenant; None: a tenant sees none of them
 
     def get_queryset(self):
         queryset = super().get_queryset()
+        access = tenant_of(self.request)
+        if access is not None:  # before staff: a staff owner's tenant is still a tenant
+            return tenant_scope(queryset, access, self.owner_path, self.tenant_path)
         user = self.request.user
         if getattr(self, "swagger_fake_view", False) or not user.is_authenticated:
             return queryset.none()
@@ -23,12 +40,15 @@ class OwnedQuerysetMixin:
         return obj
 
 
-def owned_choices(model, owner_path: str = "owner"):
-    """For a filter on a related object: the choices are the requester's own objects (all of them for staff), so
-    another owner's id is refused exactly like an id that does not exist."""
+def owned_choices(model, owner_path: str = "owner", tenant_path: str | None = None):
+    """For a filter on a related object: the choices are the requester's own objects (all of them for staff; a
+    tenant's own, by `tenant_path`), so another owner's id is refused exactly like an id that does not exist."""
 
     def choices(request):
         queryset = model.objects.all()
+        access = tenant_of(request)
+        if access is not None:
+            return tenant_scope(queryset, access, owner_path, tenant_path)
         user = getattr(request, "user", None)
         if user is None or not user.is_authenticated:
             return queryset.none()

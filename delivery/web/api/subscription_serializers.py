@@ -26,8 +26,8 @@ def raise_problems(found: dict[str, str]) -> None:
 class TopicSerializer(StrictInput, serializers.ModelSerializer):
     class Meta:
         model = Topic
-        fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "created_at",
-                  "updated_at"]
+        fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "open_to_tenants",
+                  "created_at", "updated_at"]
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
@@ -86,6 +86,8 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
 
     topic = TopicField(queryset=Topic.objects.all(), help_text="The topic's id or name.")
+    tenant = serializers.SlugRelatedField(slug_field="external_id", read_only=True,
+                                          help_text="The tenant whose subscription it is; empty: the owner's own.")
     endpoint = serializers.CharField(source="endpoint.url", max_length=2048)
     endpoint_id = serializers.IntegerField(source="endpoint.id", read_only=True)
     endpoint_state = serializers.CharField(source="endpoint.state", read_only=True)
@@ -132,7 +134,7 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
 
     class Meta:
         model = Subscription
-        fields = ["id", "topic", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
+        fields = ["id", "topic", "tenant", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
                   "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
                   "secret", "public_key", "previous_public_key", "signing_keys_url", "client_certificate",
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",

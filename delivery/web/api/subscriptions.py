@@ -11,7 +11,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from delivery.conf import herald
-from delivery.engine import health, recovery, replay, subscribing
+from delivery.engine import health, publishing, recovery, replay, subscribing, tenancy
 from delivery.engine.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.errors import ApplicationError
 from delivery.engine.publishing import Entry, entry_from, message_publish_batch, publish_one
@@ -58,6 +58,8 @@ def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
 class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     queryset = Topic.objects.all()
     serializer_class = TopicSerializer
+    tenant_path = "open"  # a tenant sees its owner's topics open to tenants, and may only read them
+    tenant_actions = frozenset({"list", "retrieve"})
     filterset_fields = ["name"]
     ordering_fields = ["id", "name", "created_at"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -158,7 +160,7 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 
 class SubscriptionFilter(FilterSet):
-    topic = ModelChoiceFilter(queryset=owned_choices(Topic))
+    topic = ModelChoiceFilter(queryset=owned_choices(Topic, tenant_path="open"))
     endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
 
     class Meta:
@@ -167,8 +169,12 @@ class SubscriptionFilter(FilterSet):
 
 
 class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
-    queryset = Subscription.objects.select_related("topic", "endpoint")
+    queryset = Subscription.objects.select_related("topic", "endpoint", "tenant")
     owner_path = "topic__owner"
+    tenant_path = "tenant"
+    tenant_actions = frozenset({"list", "retrieve", "create", "partial_update", "destroy", "confirm", "replay",
+                                "redrive", "recover", "pause", "resume", "metrics", "dead_letters", "rotate_secret",
+                                "resend_confirmation", "test"})
     filterset_class = SubscriptionFilter
     ordering_fields = ["id", "created_at", "status"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -186,8 +192,10 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
+        access = tenancy.tenant_of(request)
         subscription, secret = subscribing.subscription_create(
-            topic=data["topic"], endpoint=data["endpoint"]["url"], delivery_policy=data.get("delivery_policy"),
+            topic=data["topic"], endpoint=data["endpoint"]["url"], tenant=access.tenant if access else None,
+            delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
             signature_scheme=data.get("signature_scheme"), secret=data.get("secret"),
             **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at",
@@ -291,6 +299,14 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
                                                          secret=serializer.validated_data.get("secret"))
         return Response(RotatedSecretSerializer(rotated).data)
 
+    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
+    def test(self, request, pk=None):
+        """Send this subscription alone a test event (`herald.test`, a small example payload), recorded like any
+        delivery; a few per hour (HERALD_MAX_TEST_EVENTS_PER_HOUR)."""
+        delivery = publishing.test_event(subscription=self.get_object())
+        return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
+
     @extend_schema(request=None, responses={202: None})
     @action(detail=True, methods=["post"], url_path="resend-confirmation", serializer_class=NoBodySerializer)
     def resend_confirmation(self, request, pk=None):
@@ -310,6 +326,8 @@ class EndpointViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixi
     """URL health. `enable` lifts a disable or a freeze by hand: counters reset, held deliveries go out at once."""
 
     queryset = Endpoint.objects.all()
+    tenant_path = "tenant"
+    tenant_actions = frozenset({"list", "retrieve", "enable"})  # a tenant fixes its endpoint, then lifts the freeze
     filterset_fields = ["state", "url"]
     ordering_fields = ["id", "consecutive_failures", "last_failure_at"]
 

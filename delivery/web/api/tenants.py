@@ -1,0 +1,211 @@
+"""The owner's side of tenants (docs/tenants.md): register them, give them keys and portal links, declare the event
+type catalog, brand the portal. A tenant's key reaches none of this (404), except reading the catalog."""
+
+import re
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from delivery.engine import catalog, tenancy
+from delivery.engine.errors import ApplicationError
+from delivery.web.api.base import HeraldAPI, extend_schema
+from delivery.web.api.ownership import OwnedQuerysetMixin
+from delivery.web.api.strict import StrictInput
+from subscriptions.models import EventType, Portal, Tenant, TenantKey
+
+MAX_METADATA_BYTES = 4096
+
+
+class TenantSerializer(StrictInput, serializers.ModelSerializer):
+    class Meta:
+        model = Tenant
+        fields = ["id", "external_id", "name", "metadata", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def validate_metadata(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be an object")
+        if len(str(value)) > MAX_METADATA_BYTES:
+            raise serializers.ValidationError(f"must be at most {MAX_METADATA_BYTES} characters")
+        return value
+
+
+class TenantUpdateSerializer(TenantSerializer):
+    external_id = serializers.CharField(read_only=True)
+
+
+class TenantKeySerializer(StrictInput, serializers.ModelSerializer):
+    class Meta:
+        model = TenantKey
+        fields = ["id", "name", "prefix", "read_only", "created_at", "revoked_at"]
+        read_only_fields = ["id", "prefix", "created_at", "revoked_at"]
+
+
+class TenantKeyCreatedSerializer(TenantKeySerializer):
+    key = serializers.CharField(read_only=True, help_text="The key itself: shown this once, stored only hashed.")
+
+    class Meta(TenantKeySerializer.Meta):
+        fields = [*TenantKeySerializer.Meta.fields, "key"]
+
+
+class RevokeKeySerializer(StrictInput, serializers.Serializer):
+    key = serializers.IntegerField(help_text="The id of the key to revoke.")
+
+
+class PortalLinkSerializer(StrictInput, serializers.Serializer):
+    ttl_seconds = serializers.IntegerField(
+        default=3600, min_value=1, help_text="How long the link works (at most HERALD_PORTAL_LINK_MAX_SECONDS).")
+    read_only = serializers.BooleanField(default=False, help_text="The tenant may look, not change anything.")
+
+
+class PortalLinkCreatedSerializer(serializers.Serializer):
+    url = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    read_only = serializers.BooleanField()
+
+
+class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
+    """Your customers as tenants: `publish(..., tenant=external_id)` reaches only theirs (and your own
+    subscriptions). Each gets API keys and portal links of its own."""
+
+    queryset = Tenant.objects.all()
+    serializer_class = TenantSerializer
+    filterset_fields = ["external_id"]
+    ordering_fields = ["id", "external_id", "created_at"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return TenantUpdateSerializer
+        return self.serializer_class
+
+    def create(self, request, *args, **kwargs):
+        serializer = TenantSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tenant, created = tenancy.tenant_create(owner=request.user, **serializer.validated_data)
+        return Response(TenantSerializer(tenant).data, status=status.HTTP_201_CREATED if created else 200)
+
+    @extend_schema(request=TenantKeySerializer, responses={201: TenantKeyCreatedSerializer,
+                                                           200: TenantKeySerializer(many=True)})
+    @action(detail=True, methods=["get", "post"], serializer_class=TenantKeySerializer)
+    def keys(self, request, pk=None):
+        """GET: the tenant's keys (never the keys themselves). POST: a new key, shown in the answer this once."""
+        tenant = self.owned_object()
+        if request.method == "GET":
+            return Response(TenantKeySerializer(tenant.keys.all()[:100], many=True).data)
+        serializer = TenantKeySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        record, plaintext = tenancy.tenant_key_create(tenant=tenant, **serializer.validated_data)
+        record.key = plaintext
+        return Response(TenantKeyCreatedSerializer(record).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RevokeKeySerializer, responses={200: TenantKeySerializer})
+    @action(detail=True, methods=["post"], url_path="revoke-key", serializer_class=RevokeKeySerializer)
+    def revoke_key(self, request, pk=None):
+        tenant = self.owned_object()
+        serializer = RevokeKeySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        key = get_object_or_404(TenantKey, tenant=tenant, id=serializer.validated_data["key"])
+        return Response(TenantKeySerializer(tenancy.tenant_key_revoke(key=key)).data)
+
+    @extend_schema(request=PortalLinkSerializer, responses={201: PortalLinkCreatedSerializer})
+    @action(detail=True, methods=["post"], url_path="portal-link", serializer_class=PortalLinkSerializer)
+    def portal_link(self, request, pk=None):
+        """A signed link to the tenant's portal, for your backend to hand to the tenant's browser (or an iframe)."""
+        tenant = self.owned_object()
+        serializer = PortalLinkSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        ttl, read_only = serializer.validated_data["ttl_seconds"], serializer.validated_data["read_only"]
+        now = timezone.now()
+        path = tenancy.portal_link(tenant, ttl=timedelta(seconds=ttl), read_only=read_only, now=now)
+        body = {"url": request.build_absolute_uri(path), "expires_at": now + timedelta(seconds=ttl),
+                "read_only": read_only}
+        return Response(PortalLinkCreatedSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
+    class Meta:
+        model = EventType
+        fields = ["id", "name", "description", "schema", "example", "validate_payloads", "deprecated",
+                  "open_to_tenants", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def validate_schema(self, value):
+        problem = catalog.schema_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+    def validate(self, data):
+        schema = data.get("schema", getattr(self.instance, "schema", None))
+        example = data.get("example", getattr(self.instance, "example", None))
+        if schema is not None and example is not None:
+            problem = catalog.payload_problem(schema, example)
+            if problem:
+                raise serializers.ValidationError({"example": [f"does not match the schema: "
+                                                               f"{problem.replace('payload', 'example', 1)}"]})
+        if data.get("validate_payloads") and schema is None:
+            raise serializers.ValidationError({"validate_payloads": ["needs a schema to validate against"]})
+        return data
+
+
+class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
+    """The catalog of event types you publish: what subscribers (and your tenants) choose from; with
+    `validate_payloads`, a publish of that type whose payload does not match the schema is refused (400)."""
+
+    queryset = EventType.objects.all()
+    serializer_class = EventTypeSerializer
+    tenant_path = "open"
+    tenant_actions = frozenset({"list", "retrieve"})
+    filterset_fields = ["name", "deprecated"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def perform_create(self, serializer):
+        if EventType.objects.filter(owner=self.request.user).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
+            raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
+                                   f"may have.")
+        if EventType.objects.filter(owner=self.request.user, name=serializer.validated_data["name"]).exists():
+            raise ApplicationError("Your catalog already has this event type.", field="name", status_code=409)
+        with transaction.atomic():
+            serializer.save(owner=self.request.user)
+
+
+ORIGIN = re.compile(r"^(https?://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?|'self')$")
+
+
+class PortalSerializer(StrictInput, serializers.ModelSerializer):
+    class Meta:
+        model = Portal
+        fields = ["name", "logo_url", "colour", "frame_ancestors"]
+
+    def validate_frame_ancestors(self, value):
+        if not isinstance(value, list) or len(value) > 20:
+            raise serializers.ValidationError("must be a list of at most 20 origins")
+        bad = [item for item in value if not isinstance(item, str) or not ORIGIN.match(item)]
+        if bad:
+            raise serializers.ValidationError(f"not an origin (https://app.example.com or 'self'): {bad[0]!r:.100}")
+        return value
+
+
+class PortalSettingsView(HeraldAPI, APIView):
+    """How your tenants' portal looks (name, logo, colour) and which of your apps may frame it."""
+
+    serializer_class = PortalSerializer
+
+    def get(self, request):
+        portal, _ = Portal.objects.get_or_create(owner=request.user)
+        return Response(PortalSerializer(portal).data)
+
+    def patch(self, request):
+        portal, _ = Portal.objects.get_or_create(owner=request.user)
+        serializer = PortalSerializer(portal, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        serializer.save()
+        return Response(serializer.data)
+

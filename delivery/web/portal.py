@@ -1,0 +1,227 @@
+"""The tenant portal: server-rendered pages a tenant opens from a portal link (docs/tenants.md).
+
+Every page lives under `/portal/<token>/`: the signed link is the credential, carried in the path rather than a
+cookie, so the portal works inside an owner's iframe on another site (where browsers withhold third-party
+cookies). For the same reason forms need no CSRF token: nothing ambient authenticates them, a forged form cannot
+know the token. Pages are sent with `Referrer-Policy: no-referrer` (the token never leaves in a Referer header),
+`Cache-Control: no-store`, and `frame-ancestors` from the owner's portal settings (none by default).
+
+What a tenant may do here is what its key may do through the API, through the same services.
+"""
+
+import json
+from datetime import UTC, datetime, timedelta
+from functools import wraps
+
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
+
+from delivery.engine import health, publishing, recovery, replay, subscribing, tenancy
+from delivery.engine.confirmation import confirmation_resend
+from delivery.engine.errors import ApplicationError
+from delivery.models import Delivery
+from delivery.rules.vocabulary import DeliveryStatus
+from subscriptions.models import EventType, Portal, Subscription, Topic
+from subscriptions.states import EndpointState
+
+RECENT_DELIVERIES = 25
+ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend")
+DONE = {"pause": "Paused: new events are held until you resume.", "resume": "Resumed.",
+        "test": "A test event is on its way.", "delete": "Endpoint removed.",
+        "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
+        "retry": "The delivery is being attempted again.", "replay": "Replay started."}
+
+
+def portal_page(view):
+    """Resolve the link (403 page if it is forged or expired), refuse changes through a read-only link, and set
+    the portal's headers on the answer."""
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request, token, *args, **kwargs):
+        try:
+            access, expires = tenancy.portal_access(token)
+        except tenancy.LinkRefused as refused:
+            return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused)}, status=403), None)
+        portal = Portal.objects.filter(owner_id=access.owner_id).first() or Portal(owner_id=access.owner_id)
+        request.portal = {"access": access, "tenant": access.tenant, "token": token, "portal": portal,
+                          "expires": datetime.fromtimestamp(expires, tz=UTC),
+                          "read_only": access.read_only}
+        if access.read_only and request.method == "POST":
+            response = render(request, "herald/portal/refused.html", {
+                "reason": "This link lets you look, not change anything.", **request.portal}, status=403)
+        else:
+            response = view(request, *args, **kwargs)
+        return _headers(response, portal)
+
+    return wrapper
+
+
+def _headers(response, portal):
+    ancestors = " ".join(portal.frame_ancestors) if portal is not None and portal.frame_ancestors else "'none'"
+    response["Content-Security-Policy"] = f"frame-ancestors {ancestors}; default-src 'self'; img-src 'self' https: " \
+                                          f"data:; style-src 'self' 'unsafe-inline'; form-action 'self'"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "no-store"
+    if ancestors != "'none'":
+        response.xframe_options_exempt = True  # CSP frame-ancestors decides
+    return response
+
+
+def _page(request, template: str, context: dict, status: int = 200):
+    return render(request, f"herald/portal/{template}", {**request.portal, **context}, status=status)
+
+
+def _url(request, name: str, *args) -> str:
+    return reverse(f"herald:portal-{name}", args=[request.portal["token"], *args])
+
+
+def _subscriptions(request):
+    tenant = request.portal["tenant"]
+    return Subscription.objects.filter(tenant=tenant, topic__owner_id=tenant.owner_id).select_related(
+        "topic", "endpoint")
+
+
+def _catalog(request):
+    return EventType.objects.filter(owner_id=request.portal["tenant"].owner_id, open_to_tenants=True)
+
+
+@portal_page
+def home(request):
+    subscriptions = list(_subscriptions(request).order_by("id"))
+    attention = [s for s in subscriptions if s.endpoint.state != EndpointState.ACTIVE
+                 or s.status != Subscription.Status.CONFIRMED]
+    return _page(request, "home.html", {"subscriptions": subscriptions, "attention": attention,
+                                        "done": DONE.get(request.GET.get("done", ""))})
+
+
+@portal_page
+def event_types(request):
+    shown = list(_catalog(request))
+    for event_type in shown:
+        event_type.example_json = json.dumps(event_type.example, indent=2)
+        event_type.schema_json = json.dumps(event_type.schema, indent=2)
+    return _page(request, "event_types.html", {"event_types": shown})
+
+
+def _topics(request):
+    return Topic.objects.filter(owner_id=request.portal["tenant"].owner_id, open_to_tenants=True).order_by("name")
+
+
+@portal_page
+@require_http_methods(["GET", "POST"])
+def subscription_new(request):
+    topics, types = list(_topics(request)), list(_catalog(request).filter(deprecated=False))
+    form = {"topic": request.POST.get("topic", ""), "url": request.POST.get("url", "").strip(),
+            "event_types": request.POST.getlist("event_types")}
+    errors = {}
+    if request.method == "POST":
+        topic = next((t for t in topics if str(t.id) == form["topic"]), None)
+        if topic is None:
+            errors["topic"] = "Choose a topic."
+        if not form["url"]:
+            errors["url"] = "Enter your endpoint's URL (https://…)."
+        if not errors:
+            try:
+                subscription, secret = subscribing.subscription_create(
+                    topic=topic, endpoint=form["url"], tenant=request.portal["tenant"],
+                    event_types=form["event_types"])
+            except ApplicationError as exc:
+                errors = {name: " ".join(reasons) for name, reasons in _fields(exc).items()}
+            else:
+                if secret is None:
+                    errors["url"] = "This URL already receives this topic: see it in your endpoints."
+                else:
+                    return _page(request, "secret.html", {"subscription": subscription, "secret": secret,
+                                                          "created": True})
+    return _page(request, "subscription_new.html", {"topics": topics, "types": types, "form": form,
+                                                    "errors": errors}, status=400 if errors else 200)
+
+
+def _fields(exc: ApplicationError) -> dict:
+    named = exc.as_payload()
+    if "detail" in named:
+        return {"form": [named["detail"]]}
+    return {("url" if name == "endpoint" else name): reasons for name, reasons in named.items()}
+
+
+@portal_page
+def subscription_detail(request, subscription_id: int):
+    subscription = get_object_or_404(_subscriptions(request), id=subscription_id)
+    deliveries = (Delivery.objects.filter(subscription=subscription).select_related("message")
+                  .order_by("-id")[:RECENT_DELIVERIES])
+    transitions = subscription.endpoint.transitions.all()[:5]
+    return _page(request, "subscription.html", {
+        "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
+        "transitions": transitions, "done": DONE.get(request.GET.get("done", "")),
+        "error": request.GET.get("error", "")[:300], "replay_since": (timezone.now() - timedelta(hours=1))})
+
+
+@portal_page
+@require_POST
+def subscription_action(request, subscription_id: int, name: str):
+    subscription = get_object_or_404(_subscriptions(request), id=subscription_id)
+    if name not in ACTIONS:
+        raise Http404
+    try:
+        if name == "rotate":
+            rotated = subscribing.subscription_rotate_secret(subscription=subscription)
+            return _page(request, "secret.html", {"subscription": rotated, "secret": rotated.secret,
+                                                  "created": False})
+        if name == "delete":
+            subscription.delete()
+            return HttpResponseRedirect(_url(request, "home") + "?done=delete")
+        run(name, subscription, request)
+    except ApplicationError as exc:
+        detail = " ".join(" ".join(reasons) for reasons in exc.as_payload().values())
+        return _page(request, "subscription.html", {
+            "subscription": subscription, "endpoint": subscription.endpoint, "error": detail,
+            "deliveries": Delivery.objects.filter(subscription=subscription).order_by("-id")[:RECENT_DELIVERIES],
+            "transitions": subscription.endpoint.transitions.all()[:5]}, status=exc.status_code)
+    return HttpResponseRedirect(_url(request, "subscription", subscription.id) + f"?done={name}")
+
+
+def run(name: str, subscription: Subscription, request) -> None:
+    if name == "pause":
+        recovery.subscription_pause(subscription=subscription)
+    elif name == "resume":
+        recovery.subscription_resume(subscription=subscription)
+    elif name == "test":
+        publishing.test_event(subscription=subscription)
+    elif name == "enable":
+        health.endpoint_enable(endpoint=subscription.endpoint)
+    elif name == "resend":
+        confirmation_resend(subscription=subscription)
+    elif name == "replay":
+        try:
+            hours = float(request.POST.get("hours", "1"))
+        except ValueError:
+            hours = 0
+        if not 0 < hours <= 24 * 30:
+            raise ApplicationError("Replay between a minute and 30 days (in hours).", field="hours")
+        replay.replay_create(subscription=subscription, since=timezone.now() - timedelta(hours=hours))
+
+
+@portal_page
+def delivery_detail(request, delivery_id: int):
+    delivery = get_object_or_404(Delivery.objects.select_related("message", "subscription__topic", "endpoint")
+                                 .filter(subscription__in=_subscriptions(request)), id=delivery_id)
+    attempts = delivery.attempts.select_related("exchange").order_by("-number")[:20]
+    retryable = delivery.status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
+    return _page(request, "delivery.html", {"delivery": delivery, "attempts": attempts, "retryable": retryable,
+                                            "done": DONE.get(request.GET.get("done", ""))})
+
+
+@portal_page
+@require_POST
+def delivery_retry(request, delivery_id: int):
+    delivery = get_object_or_404(Delivery.objects.filter(subscription__in=_subscriptions(request)), id=delivery_id)
+    try:
+        recovery.delivery_retry_now(delivery=delivery)
+    except ApplicationError as exc:
+        return _page(request, "refused.html", {"reason": exc.message}, status=exc.status_code)
+    return HttpResponseRedirect(_url(request, "delivery", delivery.id) + "?done=retry")
