@@ -25,7 +25,8 @@ class Message(models.Model):
     tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="messages",
                                help_text="Published for this tenant: only its subscriptions and the owner's own "
                                          "receive it.")
-    broadcast = models.BooleanField(default=False, db_default=False, help_text="Published for every tenant of the owner.")
+    broadcast = models.BooleanField(default=False, db_default=False,
+                                    help_text="Published for every tenant of the owner.")
     event_type = models.CharField(max_length=256, default="herald.message")
     subject = models.CharField(max_length=1024, blank=True, default="")
     payload = models.JSONField(null=True, blank=True)

@@ -5,7 +5,8 @@ to them like to any topic (an on-call webhook, a chat bridge) instead of polling
     HERALD_OPERATIONAL_EVENTS_OWNER = "ops"            # the username owning it (created on first use)
 
 Events: `herald.endpoint.disabled`, `herald.endpoint.frozen`, `herald.endpoint.recovered` (active again) and
-`herald.delivery.dead_lettered`, each published after the change is committed: they are receivers of
+`herald.delivery.dead_lettered`, each naming the tenant whose endpoint it is (or null for the owner's own), each
+published after the change is committed: they are receivers of
 delivery/signals.py like any project's own (`connect`, called when the app is ready). Dead letters of the
 operational topic itself are not announced (an unreachable operator endpoint would otherwise feed itself). No
 secret is ever in them.
@@ -67,10 +68,17 @@ def endpoint_changed(endpoint, from_state: str, to_state: str, reason: str) -> N
         return
     _publish(event_type, f"endpoint:{endpoint.id}", {
         "endpoint": {"id": endpoint.id, "url": endpoint.url, "owner": str(endpoint.owner)},
+        "tenant": tenant_named(endpoint.tenant),
         "from_state": from_state, "to_state": to_state, "reason": reason,
         "consecutive_failures": endpoint.consecutive_failures,
         "at": endpoint.state_changed_at.isoformat() if endpoint.state_changed_at else None,
-    }, {"endpoint_id": endpoint.id, "state": to_state})
+    }, {"endpoint_id": endpoint.id, "state": to_state,
+        **({"tenant": endpoint.tenant.external_id} if endpoint.tenant_id else {})})
+
+
+def tenant_named(tenant) -> dict | None:
+    """Whose endpoint it is, when it is a tenant's: the owner's own id for the customer and its name."""
+    return {"external_id": tenant.external_id, "name": tenant.name} if tenant is not None else None
 
 
 def delivery_dead_lettered(delivery) -> None:
@@ -81,6 +89,7 @@ def delivery_dead_lettered(delivery) -> None:
     _publish("herald.delivery.dead_lettered", f"delivery:{delivery.id}", {
         "delivery": delivery.id, "message": str(delivery.message_id), "topic": topic.name,
         "subscription": delivery.subscription_id, "endpoint": delivery.endpoint.url,
+        "tenant": tenant_named(delivery.endpoint.tenant),
         "reason": delivery.dead_letter_reason, "attempts": delivery.attempt_count, "last_error": last,
         "at": delivery.finished_at.isoformat() if delivery.finished_at else None,
     }, {"reason": delivery.dead_letter_reason, "topic": topic.name})

@@ -28,8 +28,11 @@ def alice_objects(api, redis_conn):
     subscription = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "http://127.0.0.1:9/x"},
                             format="json").json()
     message = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json").json()
+    tenant = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme"}, format="json").json()
+    event_type = api.post("/api/event-types/", {"name": "order.created"}, format="json").json()
     return {"topics": topic["id"], "subscriptions": subscription["id"], "messages": message["message_id"],
-            "deliveries": Delivery.objects.get().id, "endpoints": subscription["endpoint_id"]}
+            "deliveries": Delivery.objects.get().id, "endpoints": subscription["endpoint_id"],
+            "tenants": tenant["id"], "event-types": event_type["id"]}
 
 
 def test_every_object_route_answers_404_to_another_user(other_api, alice_objects):
