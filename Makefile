@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ bench: install-dev
 
 bench-publish: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/publish_latency.py
+
+# Publishing to one tenant on a topic of 100,000 tenants' subscriptions, beside the same on a topic of only its own.
+bench-tenants: install-dev
+	$(BIN)/python bench/tenant_publish.py
 
 clean:
 	rm -rf $(VENV) herald.sqlite3 .run staticfiles
