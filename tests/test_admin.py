@@ -248,3 +248,30 @@ def test_a_deliverys_page_shows_one_moment_while_a_worker_records(admin_client, 
     assert "Status: pending" in text and "attempt 1 of delivery" in text
     assert "attempt 2 of delivery" not in text and "delivered after" not in text
     assert Delivery.objects.get().status == "succeeded"  # which did happen
+
+
+def test_tenants_in_the_admin(admin_client, user):
+    """Register a tenant, give it a key (shown once, in the message), revoke it; the catalog refuses a bad schema."""
+    from subscriptions.models import EventType, Tenant, TenantKey
+
+    added = admin_client.post("/admin/herald_subscriptions/tenant/add/", {
+        "owner": user.id, "external_id": "acme", "name": "Acme Ltd", "metadata": "{}",
+        "keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0", "keys-MIN_NUM_FORMS": "0", "keys-MAX_NUM_FORMS": "1000"})
+    assert added.status_code == 302, added.content[:2000]
+    tenant = Tenant.objects.get(external_id="acme")
+    made = admin_client.post("/admin/herald_subscriptions/tenant/", {"action": "new_key", "_selected_action": [tenant.id]},
+                             follow=True)
+    key = TenantKey.objects.get(tenant=tenant)
+    shown = re.search(r"htk_[A-Za-z0-9_-]+", made.content.decode()).group(0)
+    assert shown.startswith(key.prefix) and key.key_hash != shown
+    assert shown not in admin_client.get(f"/admin/herald_subscriptions/tenant/{tenant.id}/change/").content.decode()
+    admin_client.post("/admin/herald_subscriptions/tenantkey/", {"action": "revoke", "_selected_action": [key.id]})
+    assert TenantKey.objects.get(id=key.id).revoked_at is not None
+    for page in ["/admin/herald_subscriptions/tenant/", "/admin/herald_subscriptions/tenantkey/",
+                 "/admin/herald_subscriptions/eventtype/", "/admin/herald_subscriptions/portal/",
+                 f"/admin/herald_subscriptions/tenant/{tenant.id}/change/"]:
+        assert admin_client.get(page).status_code == 200, page
+    refused = admin_client.post("/admin/herald_subscriptions/eventtype/add/", {
+        "owner": user.id, "name": "order.created", "schema": '{"type": "nonsense"}', "example": "null"})
+    assert refused.status_code == 200 and "not a valid JSON Schema" in refused.content.decode()
+    assert not EventType.objects.exists()

@@ -18,9 +18,11 @@ from delivery.tenants import portal_link, tenant_create
 from subscriptions.models import EventType, Portal, Subscription
 from tests.conftest import settle
 from tests.receiver import Reply
-from tests.test_browser import browser_page, shot  # noqa: F401 (the fixture)
+from tests.test_browser import browser_page as browser_page_fixture
+from tests.test_browser import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)
+browser_page = browser_page_fixture  # the operator tests' Chromium page, shared
 
 
 def echoing(request):

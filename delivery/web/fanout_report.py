@@ -7,7 +7,7 @@ with its deliveries."""
 
 from django.db.models import Exists, OuterRef, Subquery
 
-from delivery.engine import lifecycle
+from delivery.engine import fanout, lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.filter_policy import body_of, explain
 from delivery.rules.vocabulary import DeliveryStatus, FanoutOutcome
@@ -130,7 +130,9 @@ def _reason(outcome: str, subscription: Subscription, message: Message, key: str
 def subscriptions(message: Message, subscription_id: int | None = None, outcome: str | None = None):
     """The topic's subscriptions the report has rows for, in id order, narrowed to one `outcome` in the database:
     a page of the report reads a page of subscriptions (`decisions`), whatever the topic's size."""
-    found = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint").order_by("id")
+    # The message's audience only: a message for one tenant was never meant for another tenant's subscriptions.
+    found = Subscription.objects.filter(fanout.Audience.of(message).subscriptions(), topic_id=message.topic_id
+                                        ).select_related("endpoint").order_by("id")
     if subscription_id is not None:
         found = found.filter(id=subscription_id)
     if outcome is None:

@@ -1,0 +1,111 @@
+"""The operator console's pages of tenants (docs/tenants.md): register and edit them, their keys (a new key is
+shown once, in the message after saving; revoking is an action), a portal link for support, the event catalog and
+each owner's portal settings."""
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils import timezone
+from django.utils.html import format_html
+
+from delivery.engine import catalog, tenancy
+from delivery.engine.errors import ApplicationError
+from subscriptions.models import EventType, Portal, Tenant, TenantKey
+
+
+class TenantKeyInline(admin.TabularInline):
+    model = TenantKey
+    extra = 0
+    fields = ["prefix", "name", "read_only", "created_at", "revoked_at"]
+    readonly_fields = ["prefix", "name", "read_only", "created_at", "revoked_at"]
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False  # keys are made by the "new API key" action, which shows the key once
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
+    list_filter = ["owner"]
+    search_fields = ["external_id", "name"]
+    inlines = [TenantKeyInline]
+    actions = ["new_key", "portal_link"]
+
+    @admin.display(description="subscriptions")
+    def subscriptions(self, tenant):
+        return tenant.subscriptions.count()
+
+    @admin.action(description="Create an API key for the selected tenants (shown once)")
+    def new_key(self, request, queryset):
+        for tenant in queryset[:20]:
+            try:
+                _, plaintext = tenancy.tenant_key_create(tenant=tenant, name=f"made by {request.user}")
+            except ApplicationError as exc:
+                self.message_user(request, f"{tenant}: {exc.message}", messages.WARNING)
+                continue
+            self.message_user(request, format_html("{}: <code>{}</code> (copy it now: it is not shown again)",
+                                                   tenant, plaintext), messages.SUCCESS)
+
+    @admin.action(description="Open a read-only portal link for the selected tenant (15 minutes)")
+    def portal_link(self, request, queryset):
+        for tenant in queryset[:5]:
+            path = tenancy.portal_link(tenant, ttl=timedelta(minutes=15), read_only=True)
+            self.message_user(request, format_html('{}: <a href="{}" target="_blank" rel="noreferrer">the portal, '
+                                                   'read-only</a>', tenant, path), messages.SUCCESS)
+
+
+@admin.register(TenantKey)
+class TenantKeyAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "tenant", "name", "read_only", "created_at", "revoked_at"]
+    list_filter = ["read_only"]
+    search_fields = ["prefix", "tenant__external_id"]
+    readonly_fields = ["tenant", "prefix", "created_at", "revoked_at"]
+    fields = ["tenant", "prefix", "name", "read_only", "created_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request, queryset):
+        now = timezone.now()
+        for key in queryset:
+            tenancy.tenant_key_revoke(key=key, now=now)
+        self.message_user(request, f"{queryset.count()} key(s) revoked.", messages.SUCCESS)
+
+
+class EventTypeForm(forms.ModelForm):
+    """The API's rules: a valid schema, an example that matches it, a schema to validate against."""
+
+    class Meta:
+        model = EventType
+        fields = ["owner", "name", "description", "schema", "example", "validate_payloads", "deprecated",
+                  "open_to_tenants"]
+
+    def clean(self):
+        data = super().clean()
+        schema, example = data.get("schema"), data.get("example")
+        problem = catalog.schema_problem(schema)
+        if problem:
+            self.add_error("schema", problem)
+        elif schema is not None and example is not None and catalog.payload_problem(schema, example):
+            self.add_error("example", "does not match the schema: " + catalog.payload_problem(schema, example))
+        if data.get("validate_payloads") and schema is None:
+            self.add_error("validate_payloads", "needs a schema to validate against")
+        return data
+
+
+@admin.register(EventType)
+class EventTypeAdmin(admin.ModelAdmin):
+    form = EventTypeForm
+    list_display = ["name", "owner", "open_to_tenants", "validate_payloads", "deprecated"]
+    list_filter = ["owner", "open_to_tenants", "deprecated"]
+    search_fields = ["name", "description"]
+
+
+@admin.register(Portal)
+class PortalAdmin(admin.ModelAdmin):
+    list_display = ["owner", "name", "colour"]
