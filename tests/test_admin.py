@@ -259,8 +259,8 @@ def test_tenants_in_the_admin(admin_client, user):
         "keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0", "keys-MIN_NUM_FORMS": "0", "keys-MAX_NUM_FORMS": "1000"})
     assert added.status_code == 302, added.content[:2000]
     tenant = Tenant.objects.get(external_id="acme")
-    made = admin_client.post("/admin/herald_subscriptions/tenant/", {"action": "new_key", "_selected_action": [tenant.id]},
-                             follow=True)
+    made = admin_client.post("/admin/herald_subscriptions/tenant/",
+                             {"action": "new_key", "_selected_action": [tenant.id]}, follow=True)
     key = TenantKey.objects.get(tenant=tenant)
     shown = re.search(r"htk_[A-Za-z0-9_-]+", made.content.decode()).group(0)
     assert shown.startswith(key.prefix) and key.key_hash != shown
