@@ -3,6 +3,7 @@ publishes in its transactions, receives through Herald's receiver helper, and ha
 and docs under its own URLs; its tests use the herald_outbox fixture the package installs."""
 
 import io
+import re
 
 import django_rq
 import pytest
@@ -78,6 +79,43 @@ def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs and "cdn" not in docs
     schema = client.get("/herald/api/schema/?format=json").json()
     assert "/herald/api/topics/{id}/publish/" in schema["paths"]
+
+
+def test_two_customers_each_add_their_endpoint_through_a_portal_link(live_server, client):
+    """The shop as a small SaaS: each customer is a tenant, opens its portal from the shop's "Webhooks" page, adds
+    its own endpoint (the secret shown once goes to its receiver), confirms it, and receives its own orders only."""
+    shop = get_user_model().objects.create_user("shop", password="pw-shop-1")
+    api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=shop).key}")
+    orders = api.post("/herald/api/topics/", {"name": "orders", "open_to_tenants": True},
+                      content_type="application/json").json()
+    customers = [Customer.objects.create(name=name, email=f"{name.lower()}@example.com") for name in ("Ann", "Bo")]
+    for customer in customers:
+        portal = client.get(f"/account/{customer.id}/webhooks/", follow=True)
+        assert portal.status_code == 200 and "Your endpoints" in portal.content.decode()
+        base = portal.redirect_chain[-1][0]
+        assert base.startswith("/herald/portal/")
+        hook = f"/customers/{customer.id}/hook/"
+        added = client.post(f"{base}endpoints/new/", {"url": live_server.url + hook, "topic": orders["id"]})
+        assert added.status_code == 200 and "shown only this once" in added.content.decode(), added.content[:3000]
+        views.CUSTOMER_SECRETS[hook] = [re.search(r'value="(whsec_[^"]+)"', added.content.decode()).group(1)]
+    drain()  # each customer's receiver verifies and answers its own handshake
+    assert sorted(Subscription.objects.filter(tenant__isnull=False).values_list("status", flat=True)) == [
+        "confirmed", "confirmed"]
+
+    ann, bo = customers
+    for customer, total in ((ann, "10.00"), (bo, "20.00"), (ann, "30.00")):
+        assert client.post("/orders/", {"customer": customer.id, "total": total},
+                           content_type="application/json").status_code == 201
+    drain()
+    received = sorted((kind, data["total"]) for kind, data in ReceivedEvent.objects.values_list("type", "data"))
+    assert received == [(f"customer-{ann.id}:order.placed", "10.00"), (f"customer-{ann.id}:order.placed", "30.00"),
+                        (f"customer-{bo.id}:order.placed", "20.00")]
+    # Ann's key (or link) sees Ann's deliveries only
+    tenant = api.get(f"/herald/api/tenants/?external_id=customer-{ann.id}").json()["results"][0]
+    key = api.post(f"/herald/api/tenants/{tenant['id']}/keys/", {}, content_type="application/json").json()["key"]
+    anns = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get("/herald/api/deliveries/").json()
+    assert anns["count"] == 2
+    assert {d["endpoint"] for d in anns["results"]} == {f"{live_server.url}/customers/{ann.id}/hook/"}
 
 
 def test_the_outbox_fixture_comes_with_the_package(herald_outbox):
