@@ -22,7 +22,8 @@ class Message(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="messages")
-    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="messages",
+    # A deleted tenant's messages stay (the owner's own subscriptions had them too), addressed to nobody else.
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages",
                                help_text="Published for this tenant: only its subscriptions and the owner's own "
                                          "receive it.")
     broadcast = models.BooleanField(default=False, db_default=False,

@@ -70,6 +70,14 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
     return existing, False
 
 
+def tenant_delete(*, tenant: Tenant) -> None:
+    """The tenant, its keys, subscriptions (with their deliveries) and endpoints. Messages published for it stay
+    (the owner's own subscriptions had them too), addressed to nobody else from then on."""
+    with transaction.atomic():
+        Subscription.objects.filter(tenant=tenant).delete()  # before the endpoints they protect
+        tenant.delete()
+
+
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 

@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='message',
             name='tenant',
-            field=models.ForeignKey(blank=True, help_text="Published for this tenant: only its subscriptions and the owner's own receive it.", null=True, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='herald_subscriptions.tenant'),
+            field=models.ForeignKey(blank=True, help_text="Published for this tenant: only its subscriptions and the owner's own receive it.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='messages', to='herald_subscriptions.tenant'),
         ),
         migrations.AddIndex(
             model_name='delivery',

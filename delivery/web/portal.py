@@ -29,11 +29,12 @@ from subscriptions.models import EventType, Portal, Subscription, Topic
 from subscriptions.states import EndpointState
 
 RECENT_DELIVERIES = 25
-ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend")
+ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend", "move")
 DONE = {"pause": "Paused: new events are held until you resume.", "resume": "Resumed.",
         "test": "A test event is on its way.", "delete": "Endpoint removed.",
         "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
-        "retry": "The delivery is being attempted again.", "replay": "Replay started."}
+        "retry": "The delivery is being attempted again.", "replay": "Replay started.",
+        "move": "The URL is changed. Until the new endpoint confirms, events are held for it (none are lost)."}
 
 
 def portal_page(view):
@@ -194,6 +195,9 @@ def run(name: str, subscription: Subscription, request) -> None:
         publishing.test_event(subscription=subscription)
     elif name == "enable":
         health.endpoint_enable(endpoint=subscription.endpoint)
+    elif name == "move":
+        url = request.POST.get("url", "").strip()[:2048]
+        subscribing.subscription_update(subscription=subscription, endpoint=url)
     elif name == "resend":
         confirmation_resend(subscription=subscription)
     elif name == "replay":

@@ -348,3 +348,85 @@ def test_owner_api_issues_portal_links_and_frames_them_where_asked(shop, client)
     assert Subscription.objects.get(id=sub).status == "confirmed"
     too_long = api.post(f"/api/tenants/{tenant['id']}/portal-link/", {"ttl_seconds": 10**9}, format="json")
     assert too_long.status_code == 400 and "ttl" in str(too_long.json())
+
+
+def test_the_catalog_validates_payloads_where_asked_and_tenants_choose_from_it(shop):
+    api, orders, acme = shop["api"], shop["orders"], shop["acme"]["client"]
+    schema = {"type": "object", "required": ["order"], "properties": {
+        "order": {"type": "integer"}, "lines": {"type": "array", "items": {"type": "object", "properties": {
+            "amount": {"type": "number"}}}}}}
+    made = api.post("/api/event-types/", {"name": "order.created", "schema": schema, "example": {"order": 1},
+                                          "validate_payloads": True}, format="json")
+    assert made.status_code == 201, made.content
+    bad_schema = api.post("/api/event-types/", {"name": "x.y", "schema": {"type": "nonsense"}}, format="json")
+    assert bad_schema.status_code == 400 and "schema" in bad_schema.json()
+    bad_example = api.post("/api/event-types/", {"name": "x.z", "schema": schema, "example": {"order": "1"}},
+                           format="json")
+    assert bad_example.status_code == 400 and "example" in bad_example.json()
+    again = api.post("/api/event-types/", {"name": "order.created"}, format="json")
+    assert again.status_code == 409
+
+    def publishing(payload):
+        return api.post(f"/api/topics/{orders['id']}/publish/", {"payload": payload, "event_type": "order.created"},
+                        format="json")
+
+    refused = publishing({"order": 7, "lines": [{"amount": "x"}]})
+    assert refused.status_code == 400 and "payload.lines[0].amount" in refused.json()["payload"][0], refused.json()
+    assert publishing({"order": 7, "lines": [{"amount": 1.5}]}).status_code == 202
+    other_type = api.post(f"/api/topics/{orders['id']}/publish/", {"payload": "anything", "event_type": "other"},
+                          format="json")
+    assert other_type.status_code == 202  # only the types that ask for it are validated
+    batch = api.post(f"/api/topics/{orders['id']}/publish-batch/", {"entries": [
+        {"id": "good", "payload": {"order": 1}, "event_type": "order.created"},
+        {"id": "bad", "payload": {}, "event_type": "order.created"}]}, format="json").json()
+    assert [s["id"] for s in batch["successful"]] == ["good"] and batch["failed"][0]["id"] == "bad"
+
+    api.post("/api/event-types/", {"name": "order.legacy", "deprecated": True}, format="json")
+    for types, field in ((["order.unknown"], "event_types"), (["order.legacy"], "event_types"), ([], "event_types")):
+        response = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": "http://127.0.0.1:9/c",
+                                                     "event_types": types}, format="json")
+        assert response.status_code == 400 and field in response.json(), (types, response.content)
+    chosen = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": "http://127.0.0.1:9/c",
+                                               "event_types": ["order.created"]}, format="json")
+    assert chosen.status_code == 201, chosen.content
+    listed = acme.get("/api/event-types/").json()["results"]
+    assert {t["name"]: t["deprecated"] for t in listed} == {"order.created": False, "order.legacy": True}
+
+
+def test_deleting_a_tenant_removes_its_subscriptions_and_keeps_the_owners_messages(shop, user):
+    message = publish("orders", {"n": 1}, owner=user, tenant="acme")
+    response = shop["api"].delete(f"/api/tenants/{shop['acme']['tenant']['id']}/")
+    assert response.status_code == 204, response.content
+    assert not Subscription.objects.filter(tenant__isnull=False, tenant__external_id="acme").exists()
+    assert not Endpoint.objects.filter(url="http://127.0.0.1:9/acme").exists()
+    kept = Message.objects.get(id=message.id)
+    assert kept.tenant_id is None and receivers_of(kept.id) == {"own"}
+    assert shop["acme"]["client"].get("/api/subscriptions/").status_code == 401  # its keys went with it
+
+
+def test_operational_events_name_the_tenant(shop, user, settings, django_capture_on_commit_callbacks):
+    from delivery.engine import health
+
+    settings.HERALD_OPERATIONAL_EVENTS_TOPIC = "herald-ops"
+    settings.HERALD_OPERATIONAL_EVENTS_OWNER = user.username
+    endpoint = Subscription.objects.get(id=shop["acme"]["subscription"]["id"]).endpoint
+    with django_capture_on_commit_callbacks(execute=True):
+        health.endpoint_freeze(endpoint=endpoint)
+    event = Message.objects.get(topic__name="herald-ops", event_type="herald.endpoint.frozen")
+    assert event.payload["tenant"] == {"external_id": "acme", "name": "Acme"}
+    assert event.attributes["tenant"] == "acme"
+
+
+def test_a_tenant_changes_its_url_in_the_portal(shop, client, settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    tenant = Tenant.objects.get(external_id="acme")
+    sub = shop["acme"]["subscription"]["id"]
+    base = tenancy.portal_link(tenant)
+    moved = client.post(f"{base}endpoints/{sub}/move/", {"url": "http://127.0.0.1:9/acme-moved"})
+    assert moved.status_code == 302
+    subscription = Subscription.objects.get(id=sub)
+    assert subscription.endpoint.url == "http://127.0.0.1:9/acme-moved" and subscription.endpoint.tenant == tenant
+    assert subscription.status == "pending_confirmation"
+    refused = client.post(f"{base}endpoints/{sub}/move/", {"url": "http://10.0.0.1/x"})
+    assert refused.status_code == 400 and "private" in refused.content.decode().lower()
+    assert client.post(f"{base}endpoints/{shop['globex']['subscription']['id']}/pause/").status_code == 404

@@ -91,6 +91,9 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         tenant, created = tenancy.tenant_create(owner=request.user, **serializer.validated_data)
         return Response(TenantSerializer(tenant).data, status=status.HTTP_201_CREATED if created else 200)
 
+    def perform_destroy(self, instance):
+        tenancy.tenant_delete(tenant=instance)
+
     @extend_schema(request=TenantKeySerializer, responses={201: TenantKeyCreatedSerializer,
                                                            200: TenantKeySerializer(many=True)})
     @action(detail=True, methods=["get", "post"], serializer_class=TenantKeySerializer)

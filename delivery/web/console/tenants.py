@@ -34,6 +34,13 @@ class TenantAdmin(admin.ModelAdmin):
     inlines = [TenantKeyInline]
     actions = ["new_key", "portal_link"]
 
+    def delete_model(self, request, obj):
+        tenancy.tenant_delete(tenant=obj)
+
+    def delete_queryset(self, request, queryset):
+        for tenant in queryset:
+            tenancy.tenant_delete(tenant=tenant)
+
     @admin.display(description="subscriptions")
     def subscriptions(self, tenant):
         return tenant.subscriptions.count()
