@@ -1,13 +1,13 @@
-"""Per-owner quotas: what one owner may take of what every owner shares, each a setting with a default, each refusal
-naming its limit (docs/security.md).
+"""Per-owner quotas: what one owner (or one of its tenants) may take of what every owner shares, each a setting with
+a default, each refusal naming its limit (docs/security.md, docs/tenants.md).
 
-    HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics   400
-    HERALD_MAX_REPLAYS_PER_HOUR          replays the owner asks for in an hour      429, Retry-After
+    HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics (its tenants' too)   400
+    HERALD_MAX_REPLAYS_PER_HOUR          replays of the owner's own subscriptions in an hour   429, Retry-After
     HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR   replays of one subscription in an hour   429, Retry-After
     HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR         replays of one tenant's subscriptions     429, Retry-After
     HERALD_MAX_TEST_EVENTS_PER_HOUR      test events to one subscription in an hour 429, Retry-After
     HERALD_RESEND_INTERVAL_SECONDS       between two resent confirmations of one subscription   429, Retry-After
-    HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's per clock hour     429, Retry-After
+    HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's (of each tenant's) per clock hour   429
 
 (A replay's size is HERALD_MAX_REPLAY_MESSAGES, checked by the replay itself.) Counting resends needs Redis, as
 sending them does; without it the resend fails as a whole (503), nothing half-done.
@@ -34,23 +34,25 @@ def subscriptions(owner) -> None:
 
 
 def replay(subscription: Subscription, now) -> None:
-    """Before a replay of `subscription`: fewer than the hour's allowance in the last hour, for the subscription
-    and for its owner."""
+    """Before a replay of `subscription`: fewer than the hour's allowance in the last hour, for the subscription and
+    for whose it is: its tenant's allowance for a tenant's subscription, the owner's for the owner's own. (A tenant
+    never uses up the owner's allowance, nor another tenant's.)"""
     hour_ago = now - timedelta(hours=1)
-    for recent, limit, setting, whose in (
-            (Replay.objects.filter(subscription=subscription, requested_at__gt=hour_ago),
-             herald.MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR, "HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR",
-             "one subscription"),
-            (Replay.objects.filter(subscription__topic__owner_id=subscription.topic.owner_id,
-                                   requested_at__gt=hour_ago),
-             herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner"),
-            *(((Replay.objects.filter(subscription__tenant_id=subscription.tenant_id, requested_at__gt=hour_ago),
-                herald.MAX_REPLAYS_PER_TENANT_PER_HOUR, "HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR", "one tenant"),)
-              if subscription.tenant_id else ())):
-        if recent.count() >= limit:
-            oldest = recent.order_by("requested_at").values_list("requested_at", flat=True).first()
+    recent = Replay.objects.filter(requested_at__gt=hour_ago)
+    if subscription.tenant_id:
+        whose = (recent.filter(subscription__tenant_id=subscription.tenant_id),
+                 herald.MAX_REPLAYS_PER_TENANT_PER_HOUR, "HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR", "one tenant")
+    else:
+        whose = (recent.filter(subscription__topic__owner_id=subscription.topic.owner_id,
+                               subscription__tenant__isnull=True),
+                 herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner")
+    for found, limit, setting, who in (
+            (recent.filter(subscription=subscription), herald.MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR,
+             "HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR", "one subscription"), whose):
+        if found.count() >= limit:
+            oldest = found.order_by("requested_at").values_list("requested_at", flat=True).first()
             wait = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
-            raise ApplicationError(f"{limit} replays were asked for in the last hour, the most {whose} may ask "
+            raise ApplicationError(f"{limit} replays were asked for in the last hour, the most {who} may ask "
                                    f"for ({setting}); try again in {wait} s.", status_code=429, retry_after=wait)
 
 
@@ -78,7 +80,8 @@ def resend(subscription: Subscription, now) -> None:
                                f"(HERALD_RESEND_INTERVAL_SECONDS); try again in {wait} s.", status_code=429,
                                retry_after=wait)
     window = int(now.timestamp()) // HOUR  # the clock hour: a fixed window
-    owner_key = f"herald:quota:resend:owner:{subscription.topic.owner_id}:{window}"
+    # The owner's own subscriptions share one allowance, each tenant has one of its own (same size).
+    owner_key = f"herald:quota:resend:owner:{subscription.topic.owner_id}:{subscription.tenant_id or 0}:{window}"
     with connection.pipeline() as pipe:
         count, _ = pipe.incr(owner_key).expire(owner_key, HOUR).execute()
     limit = herald.MAX_RESENDS_PER_HOUR

@@ -430,3 +430,19 @@ def test_a_tenant_changes_its_url_in_the_portal(shop, client, settings):
     refused = client.post(f"{base}endpoints/{sub}/move/", {"url": "http://10.0.0.1/x"})
     assert refused.status_code == 400 and "private" in refused.content.decode().lower()
     assert client.post(f"{base}endpoints/{shop['globex']['subscription']['id']}/pause/").status_code == 404
+
+
+def test_one_tenants_replays_leave_the_others_and_the_owners_allowance_alone(shop, settings):
+    settings.HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR = 1
+    settings.HERALD_MAX_REPLAYS_PER_HOUR = 1
+    since = (timezone.now() - timedelta(hours=1)).isoformat()
+
+    def replay(client, subscription_id):
+        return client.post(f"/api/subscriptions/{subscription_id}/replay/", {"since": since}, format="json")
+
+    assert replay(shop["acme"]["client"], shop["acme"]["subscription"]["id"]).status_code == 202
+    assert replay(shop["acme"]["client"], shop["acme"]["subscription"]["id"]).status_code == 429
+    assert replay(shop["globex"]["client"], shop["globex"]["subscription"]["id"]).status_code == 202
+    own = shop["own"][0]["id"]
+    Subscription.objects.filter(id=own).update(status="confirmed")
+    assert replay(shop["api"], own).status_code == 202
