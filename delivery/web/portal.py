@@ -29,11 +29,12 @@ from subscriptions.models import EventType, Portal, Subscription, Topic
 from subscriptions.states import EndpointState
 
 RECENT_DELIVERIES = 25
-ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend", "move")
+ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend", "move", "types")
 DONE = {"pause": "Paused: new events are held until you resume.", "resume": "Resumed.",
         "test": "A test event is on its way.", "delete": "Endpoint removed.",
         "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
         "retry": "The delivery is being attempted again.", "replay": "Replay started.",
+        "types": "The event types are saved.",
         "move": "The URL is changed. Until the new endpoint confirms, events are held for it (none are lost)."}
 
 
@@ -159,6 +160,7 @@ def subscription_detail(request, subscription_id: int):
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
         "transitions": transitions, "done": DONE.get(request.GET.get("done", "")),
+        "types": _catalog(request).filter(deprecated=False),
         "error": request.GET.get("error", "")[:300], "replay_since": (timezone.now() - timedelta(hours=1))})
 
 
@@ -198,6 +200,8 @@ def run(name: str, subscription: Subscription, request) -> None:
     elif name == "move":
         url = request.POST.get("url", "").strip()[:2048]
         subscribing.subscription_update(subscription=subscription, endpoint=url)
+    elif name == "types":
+        subscribing.subscription_update(subscription=subscription, event_types=request.POST.getlist("event_types"))
     elif name == "resend":
         confirmation_resend(subscription=subscription)
     elif name == "replay":

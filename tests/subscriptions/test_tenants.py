@@ -446,3 +446,18 @@ def test_one_tenants_replays_leave_the_others_and_the_owners_allowance_alone(sho
     own = shop["own"][0]["id"]
     Subscription.objects.filter(id=own).update(status="confirmed")
     assert replay(shop["api"], own).status_code == 202
+
+
+def test_a_tenant_chooses_other_event_types_in_the_portal(shop, client):
+    api = shop["api"]
+    for name in ("order.created", "order.shipped"):
+        api.post("/api/event-types/", {"name": name}, format="json")
+    tenant = Tenant.objects.get(external_id="acme")
+    sub = shop["acme"]["subscription"]["id"]
+    base = tenancy.portal_link(tenant)
+    page = client.get(f"{base}endpoints/{sub}/").content.decode()
+    assert 'name="event_types" value="order.shipped"' in page
+    assert client.post(f"{base}endpoints/{sub}/types/", {"event_types": ["order.shipped"]}).status_code == 302
+    assert Subscription.objects.get(id=sub).event_types == ["order.shipped"]
+    refused = client.post(f"{base}endpoints/{sub}/types/", {"event_types": ["internal.audit"]})
+    assert refused.status_code == 400 and "catalog" in refused.content.decode()
