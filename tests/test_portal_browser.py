@@ -177,3 +177,35 @@ def test_the_catalog_and_a_read_only_link(live_server, browser_page, shop, recei
     page.get_by_role("link", name="Endpoints").click()
     page.get_by_role("link", name=receiver.url).click()
     expect(page.get_by_role("button")).to_have_count(0)  # nothing to change through a read-only link
+
+
+def test_choose_other_event_types_and_move_to_a_new_url(live_server, browser_page, shop, receiver, other_receiver,
+                                                        settings):
+    owner, acme = shop["owner"], shop["acme"]
+    subscription, _ = subscription_create(topic=owner.topics.get(name="orders"), endpoint=receiver.url, tenant=acme,
+                                          event_types=["order.created"])
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    other_receiver.script = echoing
+    page = browser_page
+    open_portal(page, live_server, acme)
+    page.get_by_role("link", name=receiver.url).click()
+    types = page.get_by_role("group", name="Event types to receive")
+    types.get_by_role("checkbox", name=re.compile("order.created")).uncheck()
+    types.get_by_role("checkbox", name=re.compile("order.shipped")).check()
+    page.get_by_role("button", name="Save event types").click()
+    expect(page.get_by_role("status")).to_contain_text("event types are saved")
+    subscription.refresh_from_db()
+    assert subscription.event_types == ["order.shipped"]
+
+    page.get_by_label("Change the URL").fill(other_receiver.url)
+    page.get_by_role("button", name="Change URL").click()
+    expect(page.get_by_role("status")).to_contain_text("URL is changed")
+    expect(page.locator("dd.status-pending_confirmation")).to_be_visible()
+    shot(page, "portal-08-moved-awaiting-confirmation")
+    settle()  # the new URL consents
+    page.reload()
+    expect(page.locator("dd.status-confirmed")).to_have_text("Confirmed")
+    publish("orders", {"order": 2}, owner=owner, event_type="order.shipped", tenant="acme")
+    settle()
+    assert [r.json()["type"] for r in other_receiver.requests][-1] == "order.shipped"
+    assert receiver.requests == []
