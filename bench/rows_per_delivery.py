@@ -1,0 +1,171 @@
+"""What one delivery costs PostgreSQL: rows read (tuples returned and fetched), commits, inserts, updates and WAL
+bytes per delivery, while 2 real workers and the scheduler drain N deliveries to a local receiver; then the queries
+that read the most (pg_stat_statements) and the tables scanned whole.
+
+    python bench/rows_per_delivery.py [--deliveries 3000] [--preload 0]
+
+`--preload 10000000` first fills `message`, `delivery` and `attempt` with that many finished rows (SQL, a few
+minutes), so the figures show whether the cost grows with the tables. PostgreSQL runs with its production defaults
+for durability (fsync, full-page writes, synchronous commit), so the WAL figure is what a real server writes.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from delivery.management import localredis  # noqa: E402
+from tests.stack import Postgres  # noqa: E402
+
+
+class MeasuredPostgres(Postgres):
+    def options(self) -> str:
+        return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c max_connections=200 "
+                "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
+                "-c shared_buffers=512MB -c max_wal_size=4GB")
+
+
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run([sys.executable, "manage.py", *args], env=env, check=True, capture_output=True, text=True,
+                          cwd=ROOT).stdout
+
+
+SETUP = """
+from django.contrib.auth import get_user_model
+from subscriptions.models import Endpoint, Subscription, Topic
+owner = get_user_model().objects.create(username="bench")
+topic = Topic.objects.create(owner=owner, name="t")
+endpoint = Endpoint.objects.create(owner=owner, url="{url}")
+Subscription.objects.create(topic=topic, endpoint=endpoint, status="confirmed")
+"""
+PUBLISH = """
+from subscriptions.models import Topic
+from delivery.engine.publishing import Entry, message_publish_batch
+topic = Topic.objects.get(name="t")
+for start in range(0, {n}, 100):
+    message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k}}) for k in range(start, min(start + 100, {n}))])
+"""
+PRELOAD = [
+    """INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type, subject, attributes,
+           published_at, request_fingerprint, fanout_pending, fanout_skipped, broadcast)
+       SELECT gen_random_uuid(), t.id, '{"old": true}', false, 'old', '', '{}', now() - interval '2 days', '', false,
+              '{}', false FROM herald_subscriptions_topic t, generate_series(1, %(n)s)""",
+    """INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, owner_id, status, attempt_count,
+           next_attempt_at, first_attempt_at, last_attempt_at, delivered_at, finished_at, dead_letter_reason,
+           budget_attempts, created_at)
+       SELECT m.id, s.id, s.endpoint_id, t.owner_id, 'succeeded', 1, NULL, m.published_at, m.published_at,
+              m.published_at, m.published_at, '', 0, m.published_at
+       FROM herald_delivery_message m JOIN herald_subscriptions_topic t ON t.id = m.topic_id
+       JOIN herald_subscriptions_subscription s ON s.topic_id = t.id WHERE m.event_type = 'old'""",
+    """INSERT INTO herald_delivery_attempt (delivery_id, number, queue, started_at, duration_ms, request_headers,
+           request_body, response_status, response_headers, response_body, error_class, error_detail, outcome)
+       SELECT d.id, 1, 'deliveries', d.created_at, 3, '{}', '', 200, '{}', '', '', '', 'success'
+       FROM herald_delivery_delivery d WHERE d.status = 'succeeded'""",
+]
+
+
+def received(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/count", timeout=5) as answer:
+        return int(answer.read())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deliveries", type=int, default=3000)
+    parser.add_argument("--preload", type=int, default=0)
+    args = parser.parse_args()
+    n = args.deliveries
+    work = tempfile.mkdtemp(prefix="herald-rows-")
+    os.chmod(work, 0o755)
+    postgres = MeasuredPostgres(work).start()
+    redis_port = localredis.free_port()
+    redis = localredis.start(redis_port, os.path.join(work, "redis"))
+    receiver_port = localredis.free_port()
+    receiver = subprocess.Popen([sys.executable, "bench/receiver.py", str(receiver_port)], cwd=ROOT,
+                                stdout=subprocess.PIPE)
+    receiver.stdout.readline()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "DATABASE_URL": postgres.url,
+           "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "SECRET_KEY": "bench",
+           "HERALD_ALLOWED_NETWORKS": "127.0.0.0/8", "HERALD_REQUIRE_CONFIRMATION": "false",
+           "RQ_LOG_LEVEL": "WARNING"}
+    processes = [receiver, redis]
+    try:
+        manage(env, "migrate", "-v0")
+        manage(env, "shell", "-c", SETUP.format(url=f"http://127.0.0.1:{receiver_port}/fast/0"))
+        db = psycopg.connect(postgres.url.replace("postgres://", "postgresql://"), autocommit=True)
+        db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        if args.preload:
+            started = time.time()
+            for statement in PRELOAD:
+                db.execute(statement, {"n": args.preload})
+            db.execute("VACUUM ANALYZE")
+            sizes = db.execute("""SELECT relname, n_live_tup FROM pg_stat_user_tables WHERE relname IN
+                ('herald_delivery_message', 'herald_delivery_delivery', 'herald_delivery_attempt')""").fetchall()
+            print(f"preloaded in {time.time() - started:.0f} s: " + ", ".join(f"{t} {c:,}" for t, c in sizes),
+                  flush=True)
+        manage(env, "shell", "-c", PUBLISH.format(n=n))
+        db.execute("ANALYZE")
+        db.execute("SELECT pg_stat_statements_reset()")
+        db.execute("SELECT pg_stat_reset()")
+        wal_before = db.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        time.sleep(0.5)
+        started = time.time()
+        workers = [subprocess.Popen([sys.executable, "manage.py", "rqworker", "deliveries", "retries"], env=env,
+                                    cwd=ROOT) for _ in range(2)]
+        cron = subprocess.Popen([sys.executable, "manage.py", "herald_cron"], env=env, cwd=ROOT,
+                                stdout=subprocess.DEVNULL)
+        processes += workers + [cron]
+        # Progress is read from the receiver, not the database: a poll there would count in the figures.
+        while received(receiver_port) < n:
+            time.sleep(0.2)
+            if time.time() - started > 600:
+                raise SystemExit("not drained in 10 minutes")
+        elapsed = time.time() - started
+        time.sleep(2)  # the last answers recorded
+        for process in workers + [cron]:
+            process.terminate()
+        for process in workers + [cron]:
+            process.wait()
+        time.sleep(1)  # the statistics collector's last report
+        wal = db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [wal_before]).fetchone()[0]
+        stats = db.execute("""SELECT tup_returned, tup_fetched, xact_commit, tup_inserted, tup_updated
+                              FROM pg_stat_database WHERE datname = current_database()""").fetchone()
+        returned, fetched, commits, inserted, updated = (value / n for value in stats)
+        unfinished = db.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
+                                "('pending', 'in_flight')").fetchone()[0]
+        assert unfinished == 0, f"{unfinished} deliveries not finished"
+        print(f"{n:,} deliveries drained by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
+        print(f"per delivery: tuples returned {returned:.1f}, fetched {fetched:.1f}, read {returned + fetched:.1f}; "
+              f"commits {commits:.2f}, inserts {inserted:.2f}, updates {updated:.2f}, WAL {float(wal) / n:,.0f} bytes")
+        print("\nqueries by rows read (pg_stat_statements; per delivery):")
+        for calls, rows, blocks, query in db.execute(
+                """SELECT calls, rows, shared_blks_hit + shared_blks_read,
+                          left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
+                   FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
+                   ORDER BY shared_blks_hit + shared_blks_read DESC LIMIT 15""").fetchall():
+            print(f"  {calls:6d} calls {rows / n:7.2f} rows {blocks / n:7.1f} blocks  {query}")
+        print("\ntables (per delivery):")
+        for table, seq, seq_rows, idx, idx_rows in db.execute(
+                """SELECT relname, seq_scan, seq_tup_read, idx_scan, coalesce(idx_tup_fetch, 0)
+                   FROM pg_stat_user_tables WHERE seq_tup_read + coalesce(idx_tup_fetch, 0) > 0
+                   ORDER BY seq_tup_read + coalesce(idx_tup_fetch, 0) DESC LIMIT 10""").fetchall():
+            print(f"  {table:40s} seq scans {seq:6d} ({seq_rows / n:8.1f} rows)  index scans {idx:7d} "
+                  f"({idx_rows / n:6.1f} rows)")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        postgres.stop()
+
+
+if __name__ == "__main__":
+    main()
