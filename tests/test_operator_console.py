@@ -180,8 +180,8 @@ def test_api_docs_are_served_from_static_files(client):
 
 def test_api_root_lists_every_resource(api):
     root = api.get("/api/").json()
-    assert set(root) == {"topics", "subscriptions", "endpoints", "messages", "deliveries", "policies/preview",
-                         "schema", "docs", "redoc"}
+    assert set(root) == {"topics", "subscriptions", "endpoints", "messages", "deliveries", "tenants", "event-types",
+                         "portal", "policies/preview", "schema", "docs", "redoc"}
     for url in root.values():
         assert api.get(url).status_code in (200, 405), url  # the preview takes POST
 
