@@ -31,7 +31,7 @@ class MeasuredPostgres(Postgres):
     def options(self) -> str:
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c max_connections=200 "
                 "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
-                "-c shared_buffers=512MB -c max_wal_size=4GB")
+                "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1")
 
 
 def manage(env: dict, *args: str) -> str:
