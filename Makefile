@@ -46,7 +46,14 @@ $(CHROMIUM):
 	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
 	else echo "Chromium is missing and cannot be installed without root: run 'apt-get install chromium'"; exit 1; fi
 
-test: install-dev $(CHROMIUM)
+# PostgreSQL behind PgBouncer is tested with Debian's pgbouncer (tests/test_pgbouncer.py).
+PGBOUNCER ?= /usr/sbin/pgbouncer
+$(PGBOUNCER):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq pgbouncer >/dev/null; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq pgbouncer >/dev/null; \
+	else echo "pgbouncer is missing and cannot be installed without root: run 'apt-get install pgbouncer'"; exit 1; fi
+
+test: install-dev $(CHROMIUM) $(PGBOUNCER)
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev

@@ -28,10 +28,14 @@ from tests.stack import Postgres  # noqa: E402
 
 
 class MeasuredPostgres(Postgres):
+    explain_slower_than_ms = 0  # >0: the plan of every statement slower than this goes to the server's log
+
     def options(self) -> str:
+        explain = (f" -c session_preload_libraries=auto_explain -c auto_explain.log_min_duration="
+                   f"{self.explain_slower_than_ms}" if self.explain_slower_than_ms else "")
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c max_connections=200 "
                 "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
-                "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1")
+                "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1" + explain)
 
 
 def manage(env: dict, *args: str) -> str:
@@ -66,10 +70,11 @@ PRELOAD = [
               m.published_at, m.published_at, '', 0, m.published_at
        FROM herald_delivery_message m JOIN herald_subscriptions_topic t ON t.id = m.topic_id
        JOIN herald_subscriptions_subscription s ON s.topic_id = t.id WHERE m.event_type = 'old'""",
-    """INSERT INTO herald_delivery_attempt (delivery_id, number, queue, started_at, duration_ms, request_headers,
-           request_body, response_status, response_headers, response_body, error_class, error_detail, outcome)
-       SELECT d.id, 1, 'deliveries', d.created_at, 3, '{}', '', 200, '{}', '', '', '', 'success'
-       FROM herald_delivery_delivery d WHERE d.status = 'succeeded'""",
+    """INSERT INTO herald_delivery_attempt (delivery_id, number, queue, started_at, duration_ms, request_url,
+           request_headers, request_body, response_status, response_headers, response_body, error_class,
+           error_detail, outcome)
+       SELECT d.id, 1, 'deliveries', d.created_at, 3, 'http://127.0.0.1:9/old', '{}', '', 200, '{}', '', '', '',
+              'success' FROM herald_delivery_delivery d WHERE d.status = 'succeeded'""",
 ]
 
 
@@ -82,11 +87,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deliveries", type=int, default=3000)
     parser.add_argument("--preload", type=int, default=0)
+    parser.add_argument("--explain-slower-than-ms", type=int, default=0,
+                        help="log the plans of statements slower than this (PostgreSQL's log, path printed)")
     args = parser.parse_args()
+    MeasuredPostgres.explain_slower_than_ms = args.explain_slower_than_ms
     n = args.deliveries
     work = tempfile.mkdtemp(prefix="herald-rows-")
     os.chmod(work, 0o755)
     postgres = MeasuredPostgres(work).start()
+    print(f"PostgreSQL's log: {work}/pg.log", flush=True)
     redis_port = localredis.free_port()
     redis = localredis.start(redis_port, os.path.join(work, "redis"))
     receiver_port = localredis.free_port()

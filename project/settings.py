@@ -104,6 +104,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Behind PgBouncer in transaction pooling mode (DATABASE_POOLER=pgbouncer): consecutive transactions of one
+# connection may run on different server sessions, so nothing may outlive a transaction there. psycopg prepares a
+# statement server-side after 5 uses (PgBouncer 1.18, Debian 12's, cannot route them): off; Django's server-side
+# cursors for iterator() outside a transaction: off. Herald's advisory locks are transaction-scoped already, and it
+# sets nothing per session (docs/deployment.md).
+DATABASE_POOLER = os.environ.get("DATABASE_POOLER", "").strip().lower()
+if DATABASE_POOLER not in ("", "pgbouncer"):
+    raise ImproperlyConfigured(f"DATABASE_POOLER={DATABASE_POOLER!r}: use 'pgbouncer' or leave it empty")
+if DATABASE_POOLER == "pgbouncer":
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
