@@ -133,10 +133,12 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
                 ORDER BY d.owner_id, COALESCE(d.tenant_id, 0) LIMIT 1) n
             WHERE p.depth < %(scan)s
         )
-        SELECT p.owner_id, p.tenant FROM pending_shares p
-        WHERE EXISTS (
-            SELECT 1 FROM {table} d WHERE d.owner_id = p.owner_id AND COALESCE(d.tenant_id, 0) = p.tenant
-              AND d.status = %(pending)s AND d.next_attempt_at <= %(now)s)
+        SELECT p.owner_id, p.tenant FROM pending_shares p CROSS JOIN LATERAL (
+            SELECT 1 FROM {table} d
+            WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                  BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
+              AND d.status = %(pending)s
+            ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 1) due
         LIMIT %(limit)s"""
     found: list[tuple[int, int]] = []
     with connection.cursor() as cursor:
