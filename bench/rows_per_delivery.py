@@ -78,6 +78,21 @@ PRELOAD = [
 ]
 
 
+def postgres_cpu_seconds() -> float:
+    """CPU time (user + system) of every PostgreSQL process on this machine so far, from /proc."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)
+        except OSError:
+            continue
+        if fields[0].endswith("(postgres"):
+            values = fields[1].split()
+            total += int(values[11]) + int(values[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def received(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/count", timeout=5) as answer:
         return int(answer.read())
@@ -126,6 +141,7 @@ def main() -> None:
         db.execute("SELECT pg_stat_statements_reset()")
         db.execute("SELECT pg_stat_reset()")
         wal_before = db.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        cpu_before = postgres_cpu_seconds()
         time.sleep(0.5)
         started = time.time()
         workers = [subprocess.Popen([sys.executable, "manage.py", "rqworker", "deliveries", "retries"], env=env,
@@ -140,6 +156,7 @@ def main() -> None:
                 raise SystemExit("not drained in 10 minutes")
         elapsed = time.time() - started
         time.sleep(2)  # the last answers recorded
+        cpu = postgres_cpu_seconds() - cpu_before  # (ended processes' time is lost: connections live on)
         for process in workers + [cron]:
             process.terminate()
         for process in workers + [cron]:
@@ -155,6 +172,10 @@ def main() -> None:
         print(f"{n:,} deliveries drained by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
         print(f"per delivery: tuples returned {returned:.1f}, fetched {fetched:.1f}, read {returned + fetched:.1f}; "
               f"commits {commits:.2f}, inserts {inserted:.2f}, updates {updated:.2f}, WAL {float(wal) / n:,.0f} bytes")
+        per_core = n / cpu if cpu else float("inf")
+        print(f"PostgreSQL CPU: {cpu:.2f} s for {n:,} deliveries, {cpu / n * 1000:.2f} ms each: "
+              f"{per_core:,.0f} deliveries per second per PostgreSQL core; {1e9 / (float(wal) / n):,.0f} deliveries "
+              f"per GB of WAL")
         print("\nqueries by rows read (pg_stat_statements; per delivery):")
         for calls, rows, blocks, query in db.execute(
                 """SELECT calls, rows, shared_blks_hit + shared_blks_read,
