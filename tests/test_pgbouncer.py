@@ -68,8 +68,10 @@ pidfile = {self.dir}/pgbouncer.pid
         return self
 
     def stop(self) -> None:
+        """Immediate shutdown (SIGINT to pgbouncer itself, not to runuser): every client connection is cut."""
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # immediate shutdown: every client connection is cut
+            with open(os.path.join(self.dir, "pgbouncer.pid")) as pidfile:
+                os.kill(int(pidfile.read().strip()), signal.SIGINT)
             self.process.wait(20)
 
 
@@ -118,6 +120,9 @@ def test_workers_and_publishers_through_pgbouncer_in_transaction_mode(pgbouncer,
     pgbouncer.start()
     wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 150, timeout=120)
     assert not Delivery.objects.exclude(status="succeeded").exists()
+    with open(os.path.join(pgbouncer.dir, "pgbouncer.log")) as log:
+        logins = log.read().count("login attempt")
+    assert logins >= 6, logins  # the workers, the scheduler and the publisher came through PgBouncer, twice over
     payloads = [r.json()["data"] for r in receiver.requests]
     assert set(payloads) == set(range(120)) | set(range(1000, 1030))  # every message arrived (at least once)
     for key in range(3):  # each ordering key's messages in publish order (first arrivals)
