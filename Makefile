@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish bench-tenants chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants bench-rows chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench: install-dev
 
 bench-publish: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/publish_latency.py
+
+# What one delivery costs PostgreSQL (rows read, commits, writes, WAL, CPU); BENCH_ARGS="--preload 10000000" fills
+# the tables first.
+bench-rows: install-dev
+	$(BIN)/python bench/rows_per_delivery.py $(BENCH_ARGS)
 
 # Publishing to one tenant on a topic of 100,000 tenants' subscriptions, beside the same on a topic of only its own.
 bench-tenants: install-dev
