@@ -13,7 +13,7 @@ from delivery.engine import attempts, health
 from delivery.models import Attempt, Delivery, Replay
 from delivery.receiver import generate_secret
 from delivery.web.console.deliveries import AttemptInline
-from subscriptions.models import Endpoint, Subscription
+from subscriptions.models import Endpoint, EventType, Subscription, Tenant, TenantKey
 from tests.conftest import settle, wait_until
 from tests.receiver import Reply
 
@@ -252,8 +252,6 @@ def test_a_deliverys_page_shows_one_moment_while_a_worker_records(admin_client, 
 
 def test_tenants_in_the_admin(admin_client, user):
     """Register a tenant, give it a key (shown once, in the message), revoke it; the catalog refuses a bad schema."""
-    from subscriptions.models import EventType, Tenant, TenantKey
-
     added = admin_client.post("/admin/herald_subscriptions/tenant/add/", {
         "owner": user.id, "external_id": "acme", "name": "Acme Ltd", "metadata": "{}",
         "keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0", "keys-MIN_NUM_FORMS": "0", "keys-MAX_NUM_FORMS": "1000"})

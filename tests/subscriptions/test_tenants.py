@@ -9,7 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from delivery.engine import fanout, leases, tenancy
+from delivery.engine import fanout, health, leases, tenancy
 from delivery.engine.publishing import Entry, message_publish_batch
 from delivery.events import PublishError, publish
 from delivery.models import Delivery, Message
@@ -405,8 +405,6 @@ def test_deleting_a_tenant_removes_its_subscriptions_and_keeps_the_owners_messag
 
 
 def test_operational_events_name_the_tenant(shop, user, settings, django_capture_on_commit_callbacks):
-    from delivery.engine import health
-
     settings.HERALD_OPERATIONAL_EVENTS_TOPIC = "herald-ops"
     settings.HERALD_OPERATIONAL_EVENTS_OWNER = user.username
     endpoint = Subscription.objects.get(id=shop["acme"]["subscription"]["id"]).endpoint
