@@ -70,9 +70,13 @@ pidfile = {self.dir}/pgbouncer.pid
     def stop(self) -> None:
         """Immediate shutdown (SIGINT to pgbouncer itself, not to runuser): every client connection is cut."""
         if self.process and self.process.poll() is None:
-            with open(os.path.join(self.dir, "pgbouncer.pid")) as pidfile:
-                os.kill(int(pidfile.read().strip()), signal.SIGINT)
-            self.process.wait(20)
+            try:
+                with open(os.path.join(self.dir, "pgbouncer.pid")) as pidfile:
+                    os.kill(int(pidfile.read().strip()), signal.SIGINT)
+                self.process.wait(20)
+            except (OSError, ValueError, subprocess.TimeoutExpired):  # never leave one running
+                subprocess.run(["pkill", "-f", f"pgbouncer {self.dir}/"], check=False)
+                self.process.wait(20)
 
 
 def _listening(port: int) -> bool:
