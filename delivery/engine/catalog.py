@@ -36,6 +36,21 @@ def schema_problem(schema) -> str | None:
     return None
 
 
+def entry_problems(schema, example, validate_payloads: bool) -> dict[str, str]:
+    """{field: reason} for an event type as it would be stored: a valid schema, an example that matches it, a schema
+    to validate against. The API's serializer and the admin's form both ask this."""
+    problem = schema_problem(schema)
+    if problem:
+        return {"schema": problem}
+    found = {}
+    mismatch = payload_problem(schema, example) if schema is not None and example is not None else None
+    if mismatch:
+        found["example"] = f"does not match the schema: {mismatch.replace('payload', 'example', 1)}"
+    if validate_payloads and schema is None:
+        found["validate_payloads"] = "needs a schema to validate against"
+    return found
+
+
 def validator(schema) -> Draft202012Validator:
     text = json.dumps(schema, sort_keys=True)
     found = _compiled.get(text)

@@ -151,17 +151,19 @@ def _fields(exc: ApplicationError) -> dict:
     return {("url" if name == "endpoint" else name): reasons for name, reasons in named.items()}
 
 
-@portal_page
-def subscription_detail(request, subscription_id: int):
-    subscription = get_object_or_404(_subscriptions(request), id=subscription_id)
+def _subscription_page(request, subscription: Subscription, *, error: str = "", status: int = 200):
+    """An endpoint's page: its health and latest deliveries, its actions, and what the last one refused."""
     deliveries = (Delivery.objects.filter(subscription=subscription).select_related("message")
                   .order_by("-id")[:RECENT_DELIVERIES])
-    transitions = subscription.endpoint.transitions.all()[:5]
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
-        "transitions": transitions, "done": DONE.get(request.GET.get("done", "")),
-        "types": _catalog(request).filter(deprecated=False),
-        "error": request.GET.get("error", "")[:300], "replay_since": (timezone.now() - timedelta(hours=1))})
+        "transitions": subscription.endpoint.transitions.all()[:5], "done": DONE.get(request.GET.get("done", "")),
+        "types": _catalog(request).filter(deprecated=False), "error": error}, status=status)
+
+
+@portal_page
+def subscription_detail(request, subscription_id: int):
+    return _subscription_page(request, get_object_or_404(_subscriptions(request), id=subscription_id))
 
 
 @portal_page
@@ -181,10 +183,7 @@ def subscription_action(request, subscription_id: int, name: str):
         run(name, subscription, request)
     except ApplicationError as exc:
         detail = " ".join(" ".join(reasons) for reasons in exc.as_payload().values())
-        return _page(request, "subscription.html", {
-            "subscription": subscription, "endpoint": subscription.endpoint, "error": detail,
-            "deliveries": Delivery.objects.filter(subscription=subscription).order_by("-id")[:RECENT_DELIVERIES],
-            "transitions": subscription.endpoint.transitions.all()[:5]}, status=exc.status_code)
+        return _subscription_page(request, subscription, error=detail, status=exc.status_code)
     return HttpResponseRedirect(_url(request, "subscription", subscription.id) + f"?done={name}")
 
 

@@ -139,22 +139,12 @@ class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
                   "open_to_tenants", "created_at"]
         read_only_fields = ["id", "created_at"]
 
-    def validate_schema(self, value):
-        problem = catalog.schema_problem(value)
-        if problem:
-            raise serializers.ValidationError(problem)
-        return value
-
     def validate(self, data):
         schema = data.get("schema", getattr(self.instance, "schema", None))
         example = data.get("example", getattr(self.instance, "example", None))
-        if schema is not None and example is not None:
-            problem = catalog.payload_problem(schema, example)
-            if problem:
-                raise serializers.ValidationError({"example": [f"does not match the schema: "
-                                                               f"{problem.replace('payload', 'example', 1)}"]})
-        if data.get("validate_payloads") and schema is None:
-            raise serializers.ValidationError({"validate_payloads": ["needs a schema to validate against"]})
+        found = catalog.entry_problems(schema, example, bool(data.get("validate_payloads")))
+        if found:
+            raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
         return data
 
 

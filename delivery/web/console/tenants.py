@@ -94,14 +94,9 @@ class EventTypeForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        schema, example = data.get("schema"), data.get("example")
-        problem = catalog.schema_problem(schema)
-        if problem:
-            self.add_error("schema", problem)
-        elif schema is not None and example is not None and catalog.payload_problem(schema, example):
-            self.add_error("example", "does not match the schema: " + catalog.payload_problem(schema, example))
-        if data.get("validate_payloads") and schema is None:
-            self.add_error("validate_payloads", "needs a schema to validate against")
+        found = catalog.entry_problems(data.get("schema"), data.get("example"), bool(data.get("validate_payloads")))
+        for name, reason in found.items():
+            self.add_error(name, reason)
         return data
 
 
