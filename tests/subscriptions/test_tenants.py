@@ -365,6 +365,9 @@ def test_the_catalog_validates_payloads_where_asked_and_tenants_choose_from_it(s
     assert bad_example.status_code == 400 and "example" in bad_example.json()
     again = api.post("/api/event-types/", {"name": "order.created"}, format="json")
     assert again.status_code == 409
+    other = api.post("/api/event-types/", {"name": "order.renamed", "open_to_tenants": False}, format="json").json()
+    renamed = api.patch(f"/api/event-types/{other['id']}/", {"name": "order.created"}, format="json")
+    assert renamed.status_code == 409 and "name" in renamed.json()  # a rename onto a taken name, not a 500
 
     def publishing(payload):
         return api.post(f"/api/topics/{orders['id']}/publish/", {"payload": payload, "event_type": "order.created"},

@@ -4,7 +4,7 @@ type catalog, brand the portal. A tenant's key reaches none of this (404), excep
 import re
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -163,10 +163,20 @@ class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         if EventType.objects.filter(owner=self.request.user).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
             raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
                                    f"may have.")
-        if EventType.objects.filter(owner=self.request.user, name=serializer.validated_data["name"]).exists():
-            raise ApplicationError("Your catalog already has this event type.", field="name", status_code=409)
-        with transaction.atomic():
-            serializer.save(owner=self.request.user)
+        self._save(serializer, owner=self.request.user)
+
+    def perform_update(self, serializer):
+        self._save(serializer)
+
+    @staticmethod
+    def _save(serializer, **extra):
+        """Saved, or a 409 when the name is one the catalog already has (a create or a rename)."""
+        try:
+            with transaction.atomic():
+                serializer.save(**extra)
+        except IntegrityError:
+            raise ApplicationError("Your catalog already has this event type.", field="name",
+                                   status_code=409) from None
 
 
 ORIGIN = re.compile(r"^(https?://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?|'self')$")
