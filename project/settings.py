@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from delivery import redis_config
 from delivery.conf import DEFAULTS, from_environment  # Herald's settings and their defaults
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -160,17 +161,15 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "delivery.web.api.errors.api_exception_handler",
 }
 # --- Redis and RQ -----------------------------------------------------------------------------
+# One Redis (REDIS_URL), or the primary Redis Sentinel names (REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_DB,
+# REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD): delivery/redis_config.py.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-RQ_QUEUES = {
-    "deliveries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
-    "retries": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 300},
-}
+RQ_QUEUES = redis_config.rq_queues(os.environ, REDIS_URL)
 # Non-forking workers keep the database connection, HTTP keep-alive pools and parsed policies across jobs
 # (docs/architecture.md); `manage.py rqworker deliveries retries` uses it without further flags.
 RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.engine.worker.HeraldWorker"}
 # The cache backs the API's rate limits, so it is shared by every web process: Redis.
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                      "KEY_PREFIX": "herald", "TIMEOUT": 300}}
+CACHES = {"default": redis_config.cache(os.environ, REDIS_URL)}
 
 # --- Herald -----------------------------------------------------------------------------------
 # Every HERALD_* setting has its default in delivery/conf.py; the environment sets any of them (HERALD_<NAME>, typed

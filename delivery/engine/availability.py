@@ -20,6 +20,7 @@ from django.db import InterfaceError, OperationalError, connection
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.sentinel import MasterNotFoundError
 
 from delivery.engine import redis_link
 
@@ -65,7 +66,12 @@ def _check_database() -> None:
 
 
 def redis_address(client: Redis) -> str:
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    if getattr(pool, "service_name", None):  # a SentinelConnectionPool: the primary is whichever Sentinel names
+        asked = ",".join("{host}:{port}".format(**s.connection_pool.connection_kwargs)
+                         for s in pool.sentinel_manager.sentinels)
+        return f"the primary of {pool.service_name!r} via Sentinel {asked}, db {pool.connection_kwargs.get('db', 0)}"
+    kwargs = pool.connection_kwargs
     if kwargs.get("path"):
         return f"{kwargs['path']}/{kwargs.get('db', 0)}"
     return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
@@ -102,6 +108,8 @@ def _mark(dependency: Dependency, error: BaseException | None) -> None:
 
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, MasterNotFoundError):  # "No master found for 'herald' : <every sentinel client's repr>"
+        text = text.split(" : ")[0] + " (no sentinel answered, or none names a primary)"
     return text[:300]
 
 

@@ -47,12 +47,28 @@ def wait_for_port(port: int, timeout: float = 15.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
-def start(port: int, data_dir: str, *, persist: bool = False) -> subprocess.Popen:
+def start(port: int, data_dir: str, *, persist: bool = False, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     os.makedirs(data_dir, exist_ok=True)
     args = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", data_dir,
             "--daemonize", "no", "--loglevel", "warning"]
     if not persist:
         args += ["--save", "", "--appendonly", "no"]
-    process = subprocess.Popen(args)
+    process = subprocess.Popen([*args, *extra])
+    wait_for_port(port)
+    return process
+
+
+def start_sentinel(port: int, data_dir: str, master: str, master_port: int, *, quorum: int = 2,
+                   down_after_ms: int = 1000, failover_timeout_ms: int = 4000) -> subprocess.Popen:
+    """A Redis Sentinel (redis-server in sentinel mode) monitoring the primary on 127.0.0.1:`master_port`."""
+    os.makedirs(data_dir, exist_ok=True)
+    config = os.path.join(data_dir, f"sentinel-{port}.conf")  # Sentinel rewrites its configuration as it learns
+    with open(config, "w") as handle:
+        handle.write(f"port {port}\nbind 127.0.0.1\ndir {data_dir}\nloglevel warning\n"
+                     f"sentinel monitor {master} 127.0.0.1 {master_port} {quorum}\n"
+                     f"sentinel down-after-milliseconds {master} {down_after_ms}\n"
+                     f"sentinel failover-timeout {master} {failover_timeout_ms}\n"
+                     f"sentinel parallel-syncs {master} 1\n")
+    process = subprocess.Popen([redis_server_binary(), config, "--sentinel"])
     wait_for_port(port)
     return process

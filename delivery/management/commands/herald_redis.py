@@ -16,6 +16,10 @@ class Command(BaseCommand):
     help = "Start a local Redis for development (or idle when REDIS_URL points elsewhere)."
 
     def handle(self, *args, **options):
+        if os.environ.get("REDIS_SENTINELS"):
+            self.stdout.write(f"using Redis Sentinel at {os.environ['REDIS_SENTINELS']}; no local Redis started")
+            signal.pause()
+            return
         if os.environ.get("REDIS_URL"):
             self.stdout.write(f"using REDIS_URL={os.environ['REDIS_URL']}; no local Redis started")
             signal.pause()
