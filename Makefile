@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish bench-tenants bench-rows chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,10 @@ bench-rows: install-dev
 # Publishing to one tenant on a topic of 100,000 tenants' subscriptions, beside the same on a topic of only its own.
 bench-tenants: install-dev
 	$(BIN)/python bench/tenant_publish.py
+
+# A PostgreSQL failover (primary crashed, replica promoted), with synchronous and asynchronous replication.
+bench-failover: install-dev
+	$(BIN)/python bench/failover.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) herald.sqlite3 .run staticfiles

@@ -94,13 +94,35 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}",
-        conn_max_age=600,
-        conn_health_checks=True,
-    )
-}
+
+def _host_and_port(item: str) -> tuple[str, str]:
+    """'db1:6432' -> ('db1', '6432'); 'db1' and '[::1]' take PostgreSQL's port, 5432."""
+    host, colon, port = item.rpartition(":")
+    if not colon or "]" in port:
+        host, port = item, "5432"
+    if not host or not port.isdigit():
+        raise ImproperlyConfigured(f"DATABASE_URL: {item!r} is not host[:port]")
+    return host.strip("[]"), port
+
+
+def database_from_url(url: str) -> dict:
+    """dj-database-url, plus libpq's multi-host form for a primary with replicas to fail over to:
+    postgres://user@db1:5432,db2:5432/herald?target_session_attrs=read-write connects to whichever host accepts
+    writes now (docs/deployment.md). Each host is tried for at most `connect_timeout` (5 s unless the URL says)."""
+    scheme, separator, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0]
+    hosts = netloc.rpartition("@")[2]
+    if not separator or "," not in hosts or not scheme.startswith("postgres"):
+        return dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
+    pairs = [_host_and_port(item) for item in hosts.split(",")]
+    config = dj_database_url.parse(url.replace(hosts, "multi-host", 1), conn_max_age=600, conn_health_checks=True)
+    config["HOST"] = ",".join(host for host, _ in pairs)
+    config["PORT"] = ",".join(port for _, port in pairs)
+    config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+    return config
+
+
+DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}

@@ -51,8 +51,10 @@ def _database_address() -> str:
     settings = connection.settings_dict
     if connection.vendor == "sqlite":
         return str(settings["NAME"])
-    host = settings.get("HOST") or "local socket"
-    return f"{host}:{settings.get('PORT') or 5432}/{settings.get('NAME')}"
+    hosts = str(settings.get("HOST") or "local socket").split(",")
+    ports = str(settings.get("PORT") or 5432).split(",")
+    ports += ports[-1:] * (len(hosts) - len(ports))  # libpq: one port for every host, or one each
+    return f"{','.join(f'{h}:{p}' for h, p in zip(hosts, ports, strict=False))}/{settings.get('NAME')}"
 
 
 def _check_database() -> None:
