@@ -16,12 +16,13 @@ outage (`delivery.engine.availability`) and goes on by itself. Redis holds no de
 """
 
 from collections.abc import Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
 QUEUES = ("deliveries", "retries")
 DEFAULT_MASTER = "herald"
-SOCKET_TIMEOUT_SECONDS = 10  # a primary that went silent (a partition, a kill without RST) is left after this
+SOCKET_TIMEOUT_SECONDS = 30  # a Redis that went silent (a partition, a kill without RST) is left after this
 SENTINEL_TIMEOUT_SECONDS = 1.0  # a sentinel that does not answer is skipped for the next after this
 
 
@@ -52,15 +53,30 @@ def _sentinel_connection(environ: Mapping[str, str]) -> dict:
             "CONNECTION_KWARGS": {"socket_connect_timeout": SENTINEL_TIMEOUT_SECONDS * 2}}
 
 
+def with_timeouts(redis_url: str) -> str:
+    """`redis_url` with connect and read timeouts and TCP keepalive unless it sets them: without, a Redis behind a
+    partition (packets dropped, no reset) holds a call until the kernel gives up, a quarter of an hour later. RQ
+    raises a worker's read timeout above its blocking pop's by itself."""
+    if not redis_url:
+        return redis_url
+    parts = urlsplit(redis_url)
+    query = dict(parse_qsl(parts.query))
+    for name, value in (("socket_connect_timeout", str(SENTINEL_TIMEOUT_SECONDS * 2)),
+                        ("socket_timeout", str(SOCKET_TIMEOUT_SECONDS)), ("socket_keepalive", "true")):
+        query.setdefault(name, value)
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def rq_queues(environ: Mapping[str, str], redis_url: str) -> dict:
     """django-rq's RQ_QUEUES for Herald's two queues."""
-    where = _sentinel_connection(environ) if sentinels(environ) else {"URL": redis_url}
+    where = _sentinel_connection(environ) if sentinels(environ) else {"URL": with_timeouts(redis_url)}
     return {name: {**where, "DEFAULT_TIMEOUT": 300} for name in QUEUES}
 
 
 def cache(environ: Mapping[str, str], redis_url: str) -> dict:
     """Django's CACHES["default"] on the same Redis (the API's rate limits are shared by every web process)."""
-    entry = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url, "KEY_PREFIX": "herald",
+    entry = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": with_timeouts(redis_url),
+             "KEY_PREFIX": "herald",
              "TIMEOUT": 300}
     if sentinels(environ):
         where = _sentinel_connection(environ)

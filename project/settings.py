@@ -123,6 +123,14 @@ def database_from_url(url: str) -> dict:
 
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A database behind a partition (packets dropped, no reset) would hold a query until the kernel gives up, a
+    # quarter of an hour later: TCP keepalives find a silent peer in ~25 s and tcp_user_timeout fails a write that
+    # is not acknowledged within 20 s, so the process waits and reconnects like after any outage. The URL's query
+    # overrides each (`?keepalives_idle=30`).
+    for _name, _value in (("keepalives", 1), ("keepalives_idle", 10), ("keepalives_interval", 5),
+                          ("keepalives_count", 3), ("tcp_user_timeout", 20000)):
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}

@@ -20,7 +20,7 @@ def test_a_multi_host_database_url():
                                "?target_session_attrs=read-write")
     assert (config["HOST"], config["PORT"]) == ("db1,db2,fd00::3", "5432,5432,6432")
     assert (config["USER"], config["PASSWORD"], config["NAME"]) == ("herald", "pw", "herald")
-    assert config["OPTIONS"] == {"target_session_attrs": "read-write", "connect_timeout": 5}
+    assert config["OPTIONS"] == {"target_session_attrs": "read-write", "connect_timeout": 5}  # (+ keepalives: settings)
     single = database_from_url("postgres://herald@db1:5433/herald")
     assert (single["HOST"], single["PORT"], single.get("OPTIONS", {})) == ("db1", 5433, {})
     for wrong in ("postgres://h@db1,/herald", "postgres://h@db1,db2:port/herald"):

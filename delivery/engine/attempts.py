@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import InterfaceError, OperationalError, connection
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import health, journal, leases, outgoing, recording, throttle, transitions
+from delivery.engine import clock, health, journal, leases, outgoing, recording, throttle, transitions
 from delivery.engine.effective import subscription_policy_or_default
 from delivery.engine.recording import Tried
 from delivery.models import Delivery
@@ -183,7 +182,7 @@ def finish(done, futures: dict, probes: set[int], now) -> int:
 def process(delivery_ids: list[int], queue_name: str, *, now=None) -> int:
     """Attempt every claimable delivery in `delivery_ids` that is due at `now`, and wait for the answers; returns
     how many were sent."""
-    now = now or timezone.now()
+    now = now or clock.now()
     claimed = leases.claim(delivery_ids, now)
     if not claimed:
         return 0
@@ -191,7 +190,7 @@ def process(delivery_ids: list[int], queue_name: str, *, now=None) -> int:
     sent = 0
     try:
         for done in as_recorded(list(futures)):
-            sent += finish(done, futures, probes, timezone.now())
+            sent += finish(done, futures, probes, clock.now())
     except Exception:
         log.exception("a delivery job failed; settling the %d deliveries it claimed", len(claimed))
         settle(futures, [])
@@ -240,7 +239,7 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
         deliveries[sending.delivery.id] = sending.delivery
     for tried in tries:
         deliveries[tried.delivery.id] = tried.delivery
-    due = timezone.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)
+    due = clock.now() + timedelta(seconds=RELEASE_DELAY_SECONDS)
     changes, attempts, _ = recording.outcomes(tries)
     untried = {delivery_id: transitions.deferred(due) for delivery_id in deliveries if delivery_id not in changes}
     failure = None

@@ -19,11 +19,10 @@ from urllib.parse import urlencode
 
 from django.db import connection, transaction
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald
-from delivery.engine import lifecycle, queues, quotas
+from delivery.engine import clock, lifecycle, queues, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
 from delivery.transport import sender
@@ -57,7 +56,7 @@ def current_token(subscription: Subscription) -> str:
 
 def confirmation_request(*, subscription: Subscription, now=None) -> None:
     """Issue a fresh token; the handshake goes out with the next pump once the transaction commits."""
-    now = now or timezone.now()
+    now = now or clock.now()
     subscription.confirmation_expires_at = now + TOKEN_LIFETIME
     subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.confirmation_send_at = now
@@ -70,13 +69,13 @@ def confirmation_resend(*, subscription: Subscription, now=None) -> None:
     """By hand (the API, the admin): a new token to a subscription awaiting confirmation, within the quotas."""
     if subscription.status != Subscription.Status.PENDING_CONFIRMATION:
         raise ApplicationError("The subscription is already confirmed.", status_code=409)
-    now = now or timezone.now()
+    now = now or clock.now()
     quotas.resend(subscription, now)
     confirmation_request(subscription=subscription, now=now)
 
 
 def subscription_confirm(*, token: str, subscription: Subscription | None = None, now=None) -> Subscription:
-    now = now or timezone.now()
+    now = now or clock.now()
     candidates = Subscription.objects.filter(confirmation_token_hash=token_hash(token or ""))
     if subscription is not None:
         candidates = candidates.filter(id=subscription.id)
@@ -201,7 +200,7 @@ def _done(subscription_id: int, lease) -> None:
 def send_confirmation_request(subscription_id: int, now=None, *, transport=None) -> str:
     """Send one subscription's due handshake now and wait for its answer (tools and tests; pumps send them
     without waiting). Returns what happened."""
-    now = now or timezone.now()
+    now = now or clock.now()
     subscription = Subscription.objects.filter(id=subscription_id).first()
     if subscription is None or subscription.status != Subscription.Status.PENDING_CONFIRMATION:
         return "not pending"
@@ -210,5 +209,5 @@ def send_confirmation_request(subscription_id: int, now=None, *, transport=None)
     Subscription.objects.filter(id=subscription_id).update(confirmation_send_at=now)
     started = start(now, 1, transport=transport or sender.transport())
     for future, sent in started.items():
-        return finish(sent, future.result(), timezone.now())
+        return finish(sent, future.result(), clock.now())
     return "not started"

@@ -18,9 +18,8 @@ from datetime import timedelta
 from django.db import transaction
 from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
-from delivery.engine import confirmation, journal, lifecycle, recording, transitions
+from delivery.engine import clock, confirmation, journal, lifecycle, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
@@ -43,7 +42,7 @@ def dispatch_due(now=None) -> int:
     """If deliveries are due, make sure a pump is on its way (on `retries` when retries are among them, else on
     `deliveries`): pumps take due rows from the database themselves, so nothing is queued before its time and a
     lost pump costs nothing. Returns how many are due (at most BATCH counted)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     due = list(lifecycle.due(now).order_by("next_attempt_at").values_list("attempt_count", flat=True)[:BATCH])
     if due:
         want_pump(RETRIES if any(due) else DELIVERIES)
@@ -54,7 +53,7 @@ def dispatch_due(now=None) -> int:
 
 def next_due_at(now=None):
     """When the next delivery that is not yet due becomes due (what is due already is the pumps' business)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     return (lifecycle.scheduled(now).aggregate(at=Min("next_attempt_at"))["at"])
 
 
@@ -62,7 +61,7 @@ def release_expired_leases(now=None) -> int:
     """In-flight rows whose lease ran out: their worker died or stalled mid-try. The try counts, as an attempt with
     the error class `lease_expired` (the request may have reached the endpoint), and the policy decides what
     follows, so retry limits and the time-to-live end a delivery whatever keeps crashing."""
-    now = now or timezone.now()
+    now = now or clock.now()
     recovered = record_journaled_answers(now)
     with transaction.atomic():
         expired = list(
@@ -126,7 +125,7 @@ def expire_held(now=None) -> int:
 
     The lifetime belongs to the subscription's policy, so this is one set-based update per subscription that holds
     deliveries, whatever the backlog."""
-    now = now or timezone.now()
+    now = now or clock.now()
     total = 0
     for subscription in Subscription.objects.filter(
             id__in=lifecycle.held().values("subscription_id").distinct()).select_related("topic"):
@@ -172,7 +171,7 @@ def sleep_until_due(max_seconds: float, dispatched_at=None) -> None:
     due = next_due_at(dispatched_at)
     timeout = max_seconds
     if due is not None:
-        timeout = min(timeout, max(0.0, (due - timezone.now()).total_seconds()))
+        timeout = min(timeout, max(0.0, (due - clock.now()).total_seconds()))
     if timeout <= 0:
         return
     if timeout <= PRECISE_SLEEP_SECONDS:

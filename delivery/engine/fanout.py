@@ -20,10 +20,9 @@ from typing import NamedTuple
 from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import lifecycle, ordering, redis_link
+from delivery.engine import clock, lifecycle, ordering, redis_link
 from delivery.models import Delivery, Message
 from delivery.rules import filter_policy as filters
 from delivery.rules.vocabulary import AttemptQueue, FanoutOutcome
@@ -229,7 +228,7 @@ def fan_out(message_id: str) -> int:
 
 
 def requeue_lost_fan_outs(now=None) -> int:
-    now = now or timezone.now()
+    now = now or clock.now()
     stale = now - timedelta(seconds=herald.RECONCILE_AFTER_SECONDS)
     lost = list(Message.objects.filter(fanout_pending=True, published_at__lt=stale).values_list("id", flat=True)[:100])
     for message_id in lost:

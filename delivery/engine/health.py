@@ -9,10 +9,9 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 from django.db.models import F, Sum
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import announce, lifecycle
+from delivery.engine import announce, clock, lifecycle
 from delivery.rules import circuit
 from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
 
@@ -88,7 +87,7 @@ def evaluate(endpoint_id: int, now, *, gone: bool = False, probe_succeeded: bool
 def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=None, actor=None,
                         reset: bool = False) -> bool:
     """Move an endpoint to `to_state` if it is still in the state we read; record the transition. True if moved."""
-    now = now or timezone.now()
+    now = now or clock.now()
     from_state = endpoint.state
     changes = {"state": to_state, "state_changed_at": now, "state_reason": reason[:255],
                "next_probe_at": now + timedelta(seconds=herald.PROBE_INTERVAL_SECONDS)
@@ -125,7 +124,7 @@ def release_stranded(now=None) -> int:
     """Held deliveries whose endpoint is active and subscription confirmed have nothing left to wait for. They
     arise when a worker holds a row because it read its endpoint as disabled while a probe elsewhere was bringing
     the endpoint back (the release found the row in flight). The reconciler makes them due again."""
-    return lifecycle.release(now=now or timezone.now(), endpoint__state=circuit.ACTIVE, **CONFIRMED)
+    return lifecycle.release(now=now or clock.now(), endpoint__state=circuit.ACTIVE, **CONFIRMED)
 
 
 def take_probe_slot(endpoint_id: int, now) -> bool:
@@ -137,7 +136,7 @@ def take_probe_slot(endpoint_id: int, now) -> bool:
 
 def schedule_probes(now=None) -> int:
     """For each disabled endpoint whose probe is due, make one held delivery due so that a worker probes with it."""
-    now = now or timezone.now()
+    now = now or clock.now()
     scheduled = 0
     for endpoint_id in Endpoint.objects.filter(state=circuit.DISABLED, next_probe_at__lte=now).values_list(
             "id", flat=True)[:1000]:

@@ -23,9 +23,8 @@ status write is a function here.
 
 from django.db import transaction
 from django.db.models import Min
-from django.utils import timezone
 
-from delivery.engine import announce, ordering, transitions
+from delivery.engine import announce, clock, ordering, transitions
 from delivery.engine.queues import pump_after_commit, send_now_after_commit
 from delivery.engine.wakeup import wake_scheduler_after_commit
 from delivery.models import Delivery
@@ -107,7 +106,7 @@ def settled(changes: dict[int, dict], *, keyed=(), now=None) -> None:
     transaction the next message of each finished ordering key among `keyed` (ids of rows that carry a key) is
     released; after commit the finished ones are announced, and a pump is asked for (rows due now) or the
     scheduler woken (rows due later)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     ended = {i: c["status"] for i, c in changes.items() if c.get("status") in TERMINAL}
     if ended:
         release_next([i for i in keyed if i in ended], now=now)
@@ -220,7 +219,7 @@ def release_heads(subscription_id: int | None = None, *, now=None, limit: int = 
     """Each key (of one subscription, or of all) whose deliveries all wait gets its oldest released, each under
     its key's lock: a replay's keyed deliveries are written waiting and released by this, and the reconciler runs
     it as the safety net for a key left without a head."""
-    now = now or timezone.now()
+    now = now or clock.now()
     released = 0
     rows = waiting() if subscription_id is None else waiting(subscription_id=subscription_id)
     keys = rows.values_list("subscription__topic_id", "subscription_id", "ordering_key").distinct()[:limit]

@@ -6,10 +6,8 @@ import logging
 from collections import defaultdict
 from concurrent.futures import Future
 
-from django.utils import timezone
-
 from delivery.conf import VERSION
-from delivery.engine import oauth, recording
+from delivery.engine import clock, oauth, recording
 from delivery.engine.recording import Tried
 from delivery.models import Delivery
 from delivery.rules import batching, delivery_headers, wire
@@ -43,7 +41,7 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         subscription_id=subscription.id,
         url=delivery.endpoint.url,
         raw=subscription.raw_message_delivery,
-        secrets=subscription.signing_secrets(timezone.now()),
+        secrets=subscription.signing_secrets(clock.now()),
         content_type=policy.content_type,
         user_agent=f"Herald/{VERSION}",
         client_certificate=subscription.client_credentials(),
@@ -88,9 +86,9 @@ def build(units: list[list], failed: list[Tried], queue_name: str, prepared: dic
         try:
             envelopes = [prepared.get(delivery.id) or envelope(delivery, policy) for delivery, policy in unit]
             if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
-                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=timezone.now())
+                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=clock.now())
             else:
-                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=timezone.now())
+                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=clock.now())
             if oauth.configured(subscription):
                 request = oauth.authorize(request, subscription)
         except Exception as exc:

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import catalog, fanout, lifecycle, quotas
+from delivery.engine import catalog, clock, fanout, lifecycle, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import publish_input
@@ -154,7 +153,7 @@ def publish_alone(topic: Topic, entry: Entry) -> Published:
     key = entry.idempotency_key
     if key:
         existing = Message.objects.filter(topic=topic, idempotency_key=key).first()
-        if existing is not None and existing.published_at > timezone.now() - IDEMPOTENCY_WINDOW:
+        if existing is not None and existing.published_at > clock.now() - IDEMPOTENCY_WINDOW:
             return _repeated(existing, entry)
         if existing is not None:  # the key's 24 hours are over: it may name a new message now
             Message.objects.filter(id=existing.id).update(idempotency_key=None)
@@ -172,7 +171,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     (in the database, or earlier in `entries`), deliveries of a large fan-out left to a job."""
     with transaction.atomic():
         audiences: dict[fanout.Audience, list] = {}  # each audience's subscriptions, read once per write
-        now = timezone.now()
+        now = clock.now()
         messages, chosen_for, waiting_for = [], [], []
         keyed: dict[str, set[int]] = {}  # ordering key → ordered subscriptions given a delivery in this write
         for entry in entries:
@@ -215,7 +214,7 @@ def test_event(*, subscription: Subscription, now=None) -> Delivery:
     """A test event for `subscription` alone (`herald.test`, with the catalog's example of one of its event types
     when there is one), delivered and recorded like any other; a few per hour per subscription. Replays leave test
     events out."""
-    now = now or timezone.now()
+    now = now or clock.now()
     if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
         raise ApplicationError("The endpoint has not confirmed this subscription yet; confirm it first.",
                                status_code=409)

@@ -15,9 +15,8 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.db import DatabaseError, transaction
-from django.utils import timezone
 
-from delivery.engine import health, leases, lifecycle, transitions
+from delivery.engine import clock, health, leases, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
@@ -148,7 +147,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
     log_attempts([t for t in tries if t.delivery.id in written], changes)
-    record_health([t for t in tries if t.delivery.id in written], gone, probes, now or timezone.now())
+    record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
 
 
 def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:

@@ -2,9 +2,8 @@
 changes of the deliveries' state, and what follows them, are the lifecycle's."""
 
 from django.db import transaction
-from django.utils import timezone
 
-from delivery.engine import lifecycle
+from delivery.engine import clock, lifecycle
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
 from delivery.rules.vocabulary import AttemptQueue, DeadLetterReason, DeliveryStatus
@@ -18,7 +17,7 @@ def subscription_redrive(*, subscription: Subscription, since=None, until=None, 
         dead = dead.filter(finished_at__gte=since)
     if until:
         dead = dead.filter(finished_at__lt=until)
-    return lifecycle.new_budget(dead.order_by("id"), now=now or timezone.now())
+    return lifecycle.new_budget(dead.order_by("id"), now=now or clock.now())
 
 
 def subscription_recover(*, subscription: Subscription, since, now=None) -> int:
@@ -26,7 +25,7 @@ def subscription_recover(*, subscription: Subscription, since, now=None) -> int:
     messages published from then on."""
     failed = Delivery.objects.filter(subscription=subscription, message__published_at__gte=since,
                                      status__in=[DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED])
-    return lifecycle.new_budget(failed.order_by("id"), now=now or timezone.now())
+    return lifecycle.new_budget(failed.order_by("id"), now=now or clock.now())
 
 
 def delivery_retry_now(*, delivery: Delivery, now=None) -> Delivery:
@@ -37,7 +36,7 @@ def delivery_retry_now(*, delivery: Delivery, now=None) -> Delivery:
         locked = Delivery.objects.select_for_update().get(id=delivery.id)
         if locked.status not in retryable:
             raise ApplicationError(f"A {locked.status} delivery cannot be retried.", status_code=409)
-        lifecycle.retry_now(locked, AttemptQueue.MANUAL, now=now or timezone.now())
+        lifecycle.retry_now(locked, AttemptQueue.MANUAL, now=now or clock.now())
     delivery.refresh_from_db()
     return delivery
 
@@ -50,7 +49,7 @@ def delivery_dead_letter(*, delivery: Delivery, now=None) -> Delivery:
             raise ApplicationError(f"Only a pending delivery can be dead-lettered; this one is {locked.status}.",
                                    status_code=409)
         lifecycle.finish(lifecycle.pending(id=locked.id), DeliveryStatus.DEAD_LETTERED, DeadLetterReason.MANUAL,
-                         now=now or timezone.now())
+                         now=now or clock.now())
     delivery.refresh_from_db()
     return delivery
 
@@ -71,5 +70,5 @@ def subscription_resume(*, subscription: Subscription, now=None) -> Subscription
     with transaction.atomic():
         subscription.status = Subscription.Status.CONFIRMED
         subscription.save(update_fields=["status", "updated_at"])
-        lifecycle.release(now=now or timezone.now(), subscription=subscription)
+        lifecycle.release(now=now or clock.now(), subscription=subscription)
     return subscription

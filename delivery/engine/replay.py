@@ -11,10 +11,9 @@ transaction: all of its deliveries or none.
 from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import fanout, lifecycle, quotas
+from delivery.engine import clock, fanout, lifecycle, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message, Replay
 from delivery.rules import filter_policy as filters
@@ -31,7 +30,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
                   filter_policy_scope: str = filters.ATTRIBUTES, event_types=None, requested_by=None,
                   now=None) -> Replay:
     """Deliver the topic's messages published in [since, until) to `subscription` again; returns the Replay."""
-    now = now or timezone.now()
+    now = now or clock.now()
     until = min(until or now, now)
     if since >= until:
         raise ApplicationError("must be earlier than until (and than now)", field="since")
@@ -79,4 +78,4 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
 
 def oldest_kept(topic, now=None):
     """The earliest publish time a replay of this topic can reach."""
-    return (now or timezone.now()) - timedelta(days=retention_days(topic))
+    return (now or clock.now()) - timedelta(days=retention_days(topic))

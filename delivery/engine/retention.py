@@ -3,9 +3,8 @@ locks only)."""
 
 from datetime import timedelta
 
-from django.utils import timezone
-
 from delivery.conf import herald
+from delivery.engine import clock
 from delivery.models import Attempt, Delivery, Exchange, Message
 from delivery.rules.vocabulary import TERMINAL
 from subscriptions.models import Topic
@@ -27,7 +26,7 @@ def purge(now=None) -> dict:
     """Attempts past HERALD_ATTEMPT_RETENTION_DAYS; finished deliveries and messages past their topic's retention
     (`Topic.message_retention_days`, else HERALD_MESSAGE_RETENTION_DAYS). A message is kept while any of its
     deliveries is unfinished. One pass per distinct retention, so the cost follows the rows purged."""
-    now = now or timezone.now()
+    now = now or clock.now()
     attempt_cutoff = now - timedelta(days=herald.ATTEMPT_RETENTION_DAYS)
     attempts = _purge_in_batches(Attempt.objects.filter(started_at__lt=attempt_cutoff))
     deliveries = messages = 0

@@ -5,10 +5,9 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import catalog, lifecycle, quotas, tenancy
+from delivery.engine import catalog, clock, lifecycle, quotas, tenancy
 from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.rules import policy as delivery_policy
@@ -171,7 +170,7 @@ def subscription_create(
             secret=secret,
             **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
-            confirmed_at=timezone.now() if confirmed else None,  # confirmed however: no handshake was required
+            confirmed_at=clock.now() if confirmed else None,  # confirmed however: no handshake was required
         )
         if not confirmed:
             confirmation_request(subscription=subscription)
@@ -199,7 +198,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:
         tenant_rules(subscription.topic, subscription.tenant, changes["event_types"])
-    now = now or timezone.now()
+    now = now or clock.now()
     scheme = changes.pop("signature_scheme", None)
     if scheme is not None and scheme != subscription.signature_scheme:
         subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
@@ -241,7 +240,7 @@ def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None
     """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes) — `secret`, a
     `whsec_` secret of the caller's own, if given; the old one keeps signing beside it for 24 hours. A rotation
     during a grace period ends the older secret at once (only two are ever in use)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     new_secret(scheme or subscription.signature_scheme, secret)  # checked before anything changes
     with transaction.atomic():
         locked = Subscription.objects.select_for_update().get(id=subscription.id)

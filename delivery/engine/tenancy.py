@@ -18,9 +18,9 @@ from datetime import timedelta
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
-from django.utils import timezone
 
 from delivery.conf import herald
+from delivery.engine import clock
 from delivery.engine.errors import ApplicationError
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
 
@@ -96,7 +96,7 @@ def tenant_key_create(*, tenant: Tenant, name: str = "", read_only: bool = False
 
 def tenant_key_revoke(*, key: TenantKey, now=None) -> TenantKey:
     if key.revoked_at is None:
-        key.revoked_at = now or timezone.now()
+        key.revoked_at = now or clock.now()
         key.save(update_fields=["revoked_at"])
     return key
 
@@ -118,7 +118,7 @@ def portal_token(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_on
     if not 0 < seconds <= herald.PORTAL_LINK_MAX_SECONDS:
         raise ApplicationError(f"must be between 1 second and {herald.PORTAL_LINK_MAX_SECONDS} seconds "
                                f"(HERALD_PORTAL_LINK_MAX_SECONDS)", field="ttl")
-    expires = int((now or timezone.now()).timestamp()) + seconds
+    expires = int((now or clock.now()).timestamp()) + seconds
     return signing.dumps([tenant.id, int(read_only), expires], salt=PORTAL_SALT, compress=True)
 
 
@@ -138,7 +138,7 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
         tenant_id, read_only, expires = signing.loads(token, salt=PORTAL_SALT)
     except (signing.BadSignature, ValueError, TypeError):
         raise LinkRefused("This link is not valid.") from None
-    if int((now or timezone.now()).timestamp()) >= expires:
+    if int((now or clock.now()).timestamp()) >= expires:
         raise LinkRefused("This link has expired; ask for a new one.")
     tenant = Tenant.objects.select_related("owner").filter(id=tenant_id).first()
     if tenant is None or not tenant.owner.is_active:

@@ -13,10 +13,9 @@ import time
 
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
-from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine import availability, dispatch, retention
+from delivery.engine import availability, clock, dispatch, retention
 
 log = logging.getLogger("herald.cron")
 
@@ -45,7 +44,7 @@ class Command(BaseCommand):
                 ready = True
             try:
                 close_old_connections()
-                dispatched_at = timezone.now()
+                dispatched_at = clock.now()
                 dispatch.dispatch_due(dispatched_at)
                 if time.monotonic() - last_reconcile >= herald.RECONCILE_INTERVAL_SECONDS or once:
                     dispatch.reconcile()
