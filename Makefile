@@ -53,7 +53,14 @@ $(PGBOUNCER):
 	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq pgbouncer >/dev/null; \
 	else echo "pgbouncer is missing and cannot be installed without root: run 'apt-get install pgbouncer'"; exit 1; fi
 
-test: install-dev $(CHROMIUM) $(PGBOUNCER)
+# Clock skew between hosts is tested with Debian's faketime (tests/multihost.py).
+FAKETIME ?= /usr/bin/faketime
+$(FAKETIME):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq faketime >/dev/null; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq faketime >/dev/null; \
+	else echo "faketime is missing and cannot be installed without root: run 'apt-get install faketime'"; exit 1; fi
+
+test: install-dev $(CHROMIUM) $(PGBOUNCER) $(FAKETIME)
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev

@@ -18,10 +18,9 @@ import threading
 import time
 from collections import Counter
 
-from django.utils import timezone
-
 from delivery.conf import herald
 from delivery.engine import attempts, confirmation, journal, leases, queues
+from delivery.engine.clock import now as database_now
 from delivery.transport import sender
 
 log = logging.getLogger(__name__)
@@ -39,7 +38,7 @@ HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
-def run(queue_name: str, *, transport=None, clock=timezone.now) -> int:
+def run(queue_name: str, *, transport=None, clock=database_now) -> int:
     """Deliver until nothing is due and nothing is in flight; returns how many requests were sent. `transport`:
     the process's (sender.transport()) unless given; `clock`: what tells the time it claims and records at."""
     queues.pump_started(queue_name)
