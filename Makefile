@@ -72,8 +72,10 @@ chaos: install-dev
 
 # What users do, through gunicorn, the workers and the scheduler as the Procfile runs them (its own PostgreSQL
 # and Redis); figures beside same-run ceilings, written to docs/benchmarks.json and the chart docs/benchmarks.svg.
+# The scenarios' throughput and latency, then what each delivery costs PostgreSQL (rows read, commits, WAL, CPU).
 bench: install-dev
 	$(BIN)/python bench/scenarios.py $(or $(BENCH_ARGS),--json docs/benchmarks.json --chart docs/benchmarks.svg)
+	$(BIN)/python bench/rows_per_delivery.py
 
 bench-publish: install-dev
 	$(BIN)/python tests/stack.py -- $(BIN)/python bench/publish_latency.py

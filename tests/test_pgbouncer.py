@@ -3,85 +3,18 @@ only through it (`DATABASE_POOLER=pgbouncer`), publishing with ordering keys tak
 and PgBouncer restarted mid-run cuts every connection; every message is delivered, none stuck, none lost."""
 
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 from django.db import connection
 
-from delivery.management import localredis
 from delivery.models import Delivery
 from tests.conftest import ROOT, publish, subprocess_env, subscribe, wait_until
-from tests.stack import as_postgres
+from tests.pgbouncer import PGBOUNCER, PgBouncer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
-
-
-class PgBouncer:
-    """A pgbouncer in front of the test database, run as the postgres user (it refuses root)."""
-
-    def __init__(self):
-        db = connection.settings_dict
-        self.dir = tempfile.mkdtemp(prefix="herald-pgbouncer-")
-        os.chmod(self.dir, 0o777)
-        self.port = localredis.free_port()
-        self.user = db["USER"]
-        self.database = db["NAME"]
-        with open(os.path.join(self.dir, "users.txt"), "w") as users:
-            users.write(f'"{self.user}" ""\n')
-        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as config:
-            config.write(f"""[databases]
-{self.database} = host={db["HOST"]} port={db["PORT"]} dbname={self.database}
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {self.port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {self.dir}/users.txt
-pool_mode = transaction
-max_client_conn = 200
-default_pool_size = 8
-server_reset_query =
-ignore_startup_parameters = extra_float_digits
-logfile = {self.dir}/pgbouncer.log
-pidfile = {self.dir}/pgbouncer.pid
-""")
-        for name in os.listdir(self.dir):
-            os.chmod(os.path.join(self.dir, name), 0o644)
-        self.process = None
-
-    @property
-    def url(self) -> str:
-        return f"postgres://{self.user}@127.0.0.1:{self.port}/{self.database}"
-
-    def start(self) -> "PgBouncer":
-        self.process = subprocess.Popen(as_postgres([PGBOUNCER, os.path.join(self.dir, "pgbouncer.ini")]),
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: _listening(self.port), timeout=20)
-        return self
-
-    def stop(self) -> None:
-        """Immediate shutdown (SIGINT to pgbouncer itself, not to runuser): every client connection is cut."""
-        if self.process and self.process.poll() is None:
-            try:
-                with open(os.path.join(self.dir, "pgbouncer.pid")) as pidfile:
-                    os.kill(int(pidfile.read().strip()), signal.SIGINT)
-                self.process.wait(20)
-            except (OSError, ValueError, subprocess.TimeoutExpired):  # never leave one running
-                subprocess.run(["pkill", "-f", f"pgbouncer {self.dir}/"], check=False)
-                self.process.wait(20)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture
@@ -89,7 +22,8 @@ def pgbouncer():
     if not os.path.exists(PGBOUNCER):
         pytest.fail("pgbouncer is missing: `make test` installs Debian's pgbouncer package (apt-get install "
                     "pgbouncer)")
-    bouncer = PgBouncer().start()
+    db = connection.settings_dict
+    bouncer = PgBouncer(db["HOST"], db["PORT"], db["USER"], db["NAME"]).start()
     yield bouncer
     bouncer.stop()
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from delivery.management import localredis  # noqa: E402
 from tests.chaos.receivers import MANNERS, REFUSING  # noqa: E402
+from tests.pgbouncer import PgBouncer  # noqa: E402
 from tests.stack import Postgres  # noqa: E402
 
 TOPICS = 4
@@ -62,15 +63,21 @@ ALLOWED_DUPLICATE_LIMIT = 0.10
 class Stack:
     """The processes of one run, started and restarted as an operator's process manager would."""
 
-    def __init__(self, workdir: str):
+    def __init__(self, workdir: str, *, pgbouncer: bool = False):
         self.workdir = workdir
         self.postgres = Postgres(workdir, durable_commits=True).start()  # it crashes the server: see docs
+        # With `pgbouncer`, every Herald process reaches PostgreSQL only through PgBouncer in transaction mode (its
+        # restarts and crash are PostgreSQL's; PgBouncer stays up, as it does in production).
+        self.bouncer = PgBouncer("127.0.0.1", self.postgres.port, self.postgres.user, "herald").start() \
+            if pgbouncer else None
         self.redis_port = localredis.free_port()
         self.redis_dir = os.path.join(workdir, "redis")
         self.redis = localredis.start(self.redis_port, self.redis_dir)
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.web_port, self.receiver_port, self.flaky_port = (localredis.free_port() for _ in range(3))
-        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "DATABASE_URL": self.postgres.url,
+        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings",
+                    "DATABASE_URL": self.bouncer.url if self.bouncer else self.postgres.url,
+                    "DATABASE_POOLER": "pgbouncer" if self.bouncer else "",
                     "REDIS_URL": self.redis_url, "SECRET_KEY": "chaos-run", "DEBUG": "0", "PYTHONUNBUFFERED": "1",
                     "HERALD_REQUIRE_CONFIRMATION": "false", "HERALD_ALLOWED_NETWORKS": "127.0.0.0/8",
                     "HERALD_PUBLISH_RATE": "1000000/min", "HERALD_RECONCILE_AFTER_SECONDS": "5",
@@ -219,6 +226,8 @@ class Stack:
                     process.kill()
         self.redis.terminate()
         self.redis.wait(10)
+        if self.bouncer is not None:
+            self.bouncer.stop()
         self.postgres.stop()
 
 
@@ -539,6 +548,8 @@ def main(argv=None) -> int:
     parser.add_argument("--settle-timeout", type=float, default=1800.0, help="the longest wait for the backlog")
     parser.add_argument("--stall", type=float, default=90.0,
                         help="stuck: nothing settled for this many seconds while deliveries are still open")
+    parser.add_argument("--pgbouncer", action="store_true",
+                        help="every Herald process through PgBouncer (transaction pooling) in front of PostgreSQL")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) for a look")
     args = parser.parse_args(argv)
@@ -546,7 +557,7 @@ def main(argv=None) -> int:
     workdir = tempfile.mkdtemp(prefix="herald-chaos-")
     os.chmod(workdir, 0o755)
     began = time.monotonic()
-    stack = Stack(workdir)
+    stack = Stack(workdir, pgbouncer=args.pgbouncer)
     try:
         token = stack.prepare()
         base = f"http://127.0.0.1:{stack.web_port}"
@@ -558,7 +569,8 @@ def main(argv=None) -> int:
         faults: list[str] = []
         plan = fault_plan(duration, args.kill_every)
         print(f"chaos: {args.messages} messages at {args.rate:g}/s to {len(endpoints)} subscriptions on {TOPICS} "
-              f"topics; {len(plan)} faults over {duration:.0f} s; work directory {workdir}", flush=True)
+              f"topics; {len(plan)} faults over {duration:.0f} s; "
+              f"{'through PgBouncer; ' if args.pgbouncer else ''}work directory {workdir}", flush=True)
         injector = threading.Thread(target=inflict, args=(stack, plan, time.monotonic(), faults))
         injector.start()
         publisher.run()
