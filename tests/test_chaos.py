@@ -14,8 +14,8 @@ from tests.conftest import ROOT
 
 def test_at_least_once_under_faults(tmp_path):
     figures = tmp_path / "chaos.json"
-    run = subprocess.run([sys.executable, "-m", "tests.chaos.harness", "--messages", "1200", "--rate", "48", "--pgbouncer",
-                          "--kill-every", "6", "--settle-timeout", "400", "--json", str(figures)],
+    run = subprocess.run([sys.executable, "-m", "tests.chaos.harness", "--messages", "1200", "--rate", "48",
+                          "--pgbouncer", "--kill-every", "6", "--settle-timeout", "400", "--json", str(figures)],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     summary = run.stdout[run.stdout.find("faults:"):]
     assert run.returncode == 0, summary + run.stderr[-3000:]
