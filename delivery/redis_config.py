@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
+from redis.sentinel import Sentinel
 
 QUEUES = ("deliveries", "retries")
 DEFAULT_MASTER = "herald"
@@ -90,8 +91,6 @@ class SentinelCachePool:
 
     @classmethod
     def from_url(cls, url: str, *, sentinel: dict, parser_class=None, **options):
-        from redis.sentinel import Sentinel
-
         connection = {"db": sentinel["DB"], "password": sentinel["PASSWORD"],
                       "socket_timeout": sentinel["SOCKET_TIMEOUT"], **sentinel["CONNECTION_KWARGS"], **options}
         manager = Sentinel(sentinel["SENTINELS"], sentinel_kwargs=sentinel["SENTINEL_KWARGS"], **connection)
