@@ -78,19 +78,53 @@ PRELOAD = [
 ]
 
 
-def postgres_cpu_seconds() -> float:
-    """CPU time (user + system) of every PostgreSQL process on this machine so far, from /proc."""
-    total = 0
+def postgres_processes():
+    """(pid, the fields of /proc/<pid>/stat after the command) of every PostgreSQL process on this machine."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)
+                command, fields = stat.read().rsplit(")", 1)
         except OSError:
             continue
-        if fields[0].endswith("(postgres"):
-            values = fields[1].split()
-            total += int(values[11]) + int(values[12])  # utime, stime (fields 14 and 15)
-    return total / os.sysconf("SC_CLK_TCK")
+        if command.endswith("(postgres"):
+            yield int(pid), fields.split()
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU time (user + system) of every PostgreSQL process on this machine so far, from /proc."""
+    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in postgres_processes())  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class CpuLimit:
+    """PostgreSQL's processes held to `cores` of CPU (a cgroup v1 `cpu` quota; new backends inherit it from the
+    postmaster): the drain is then bound by PostgreSQL, which is what the capacity model predicts."""
+
+    ROOT_GROUP = "/sys/fs/cgroup/cpu"
+
+    def __init__(self, cores: float):
+        self.group = f"{self.ROOT_GROUP}/herald-bench-{os.getpid()}"
+        os.makedirs(self.group)
+        period = 100_000
+        self.write("cpu.cfs_period_us", period)
+        self.write("cpu.cfs_quota_us", int(cores * period))
+        for pid, _ in postgres_processes():
+            self.write("cgroup.procs", pid)
+
+    def write(self, name: str, value) -> None:
+        with open(f"{self.group}/{name}", "w") as handle:
+            handle.write(str(value))
+
+    def release(self) -> None:
+        with open(f"{self.group}/cgroup.procs") as handle:
+            pids = handle.read().split()
+        for pid in pids:
+            try:
+                with open(f"{self.ROOT_GROUP}/cgroup.procs", "w") as handle:
+                    handle.write(pid)
+            except OSError:
+                pass
+        os.rmdir(self.group)
 
 
 def received(port: int) -> int:
@@ -104,6 +138,11 @@ def main() -> None:
     parser.add_argument("--preload", type=int, default=0)
     parser.add_argument("--explain-slower-than-ms", type=int, default=0,
                         help="log the plans of statements slower than this (PostgreSQL's log, path printed)")
+    parser.add_argument("--postgres-cores", type=float, default=0,
+                        help="hold PostgreSQL to this much CPU during the drain (root; cgroup v1), to check the "
+                             "capacity model against a drain bound by PostgreSQL")
+    parser.add_argument("--model-ms", type=float, default=0.61,
+                        help="the capacity model's PostgreSQL CPU per delivery, to compare with --postgres-cores")
     args = parser.parse_args()
     MeasuredPostgres.explain_slower_than_ms = args.explain_slower_than_ms
     n = args.deliveries
@@ -122,6 +161,7 @@ def main() -> None:
            "HERALD_ALLOWED_NETWORKS": "127.0.0.0/8", "HERALD_REQUIRE_CONFIRMATION": "false",
            "RQ_LOG_LEVEL": "WARNING"}
     processes = [receiver, redis]
+    limit = None
     try:
         manage(env, "migrate", "-v0")
         manage(env, "shell", "-c", SETUP.format(url=f"http://127.0.0.1:{receiver_port}/fast/0"))
@@ -142,6 +182,8 @@ def main() -> None:
         db.execute("SELECT pg_stat_reset()")
         wal_before = db.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
         cpu_before = postgres_cpu_seconds()
+        if args.postgres_cores:
+            limit = CpuLimit(args.postgres_cores)
         time.sleep(0.5)
         started = time.time()
         workers = [subprocess.Popen([sys.executable, "manage.py", "rqworker", "deliveries", "retries"], env=env,
@@ -170,6 +212,11 @@ def main() -> None:
                                 "('pending', 'in_flight')").fetchone()[0]
         assert unfinished == 0, f"{unfinished} deliveries not finished"
         print(f"{n:,} deliveries drained by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
+        if args.postgres_cores:
+            predicted = args.postgres_cores / (args.model_ms / 1000)
+            print(f"PostgreSQL held to {args.postgres_cores:g} cores: the capacity model ({args.model_ms} ms of "
+                  f"PostgreSQL CPU per delivery) predicts at most {predicted:.0f} deliveries/s; measured "
+                  f"{n / elapsed:.0f}/s ({n / elapsed / predicted:.0%} of the prediction)")
         print(f"per delivery: tuples returned {returned:.1f}, fetched {fetched:.1f}, read {returned + fetched:.1f}; "
               f"commits {commits:.2f}, inserts {inserted:.2f}, updates {updated:.2f}, WAL {float(wal) / n:,.0f} bytes")
         per_core = n / cpu if cpu else float("inf")
@@ -195,6 +242,8 @@ def main() -> None:
             if process.poll() is None:
                 process.terminate()
         postgres.stop()
+        if limit is not None:
+            limit.release()
 
 
 if __name__ == "__main__":
