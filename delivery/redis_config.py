@@ -19,12 +19,22 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelManagedConnection
 
 QUEUES = ("deliveries", "retries")
 DEFAULT_MASTER = "herald"
 SOCKET_TIMEOUT_SECONDS = 30  # a Redis that went silent (a partition, a kill without RST) is left after this
 SENTINEL_TIMEOUT_SECONDS = 1.0  # a sentinel that does not answer is skipped for the next after this
+
+
+class SentinelConnection(SentinelManagedConnection):
+    """redis-py's connection to a Sentinel-named primary, closed when a read is interrupted, as a plain connection
+    is. redis-py's own keeps it (its `read_response` defaults `disconnect_on_error` to False): a worker asked to
+    stop in the middle of its blocking pop then sent its goodbye on the connection the server was still blocking,
+    and waited out the pop's timeout (minutes) instead of exiting."""
+
+    def read_response(self, disable_decoding=False, *, disconnect_on_error=True, **kwargs):
+        return super().read_response(disable_decoding, disconnect_on_error=disconnect_on_error, **kwargs)
 
 
 def sentinels(environ: Mapping[str, str]) -> list[tuple[str, int]]:
@@ -51,7 +61,8 @@ def _sentinel_connection(environ: Mapping[str, str]) -> dict:
     return {"SENTINELS": sentinels(environ), "MASTER_NAME": environ.get("REDIS_SENTINEL_MASTER") or DEFAULT_MASTER,
             "DB": int(db), "PASSWORD": environ.get("REDIS_PASSWORD") or None,
             "SOCKET_TIMEOUT": SOCKET_TIMEOUT_SECONDS, "SENTINEL_KWARGS": sentinel_kwargs,
-            "CONNECTION_KWARGS": {"socket_connect_timeout": SENTINEL_TIMEOUT_SECONDS * 2}}
+            "CONNECTION_KWARGS": {"socket_connect_timeout": SENTINEL_TIMEOUT_SECONDS * 2,
+                                  "connection_class": SentinelConnection}}
 
 
 def with_timeouts(redis_url: str) -> str:

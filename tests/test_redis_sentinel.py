@@ -1,7 +1,7 @@
 """Herald on Redis under Sentinel: a primary, a replica and three sentinels. Real workers and the scheduler find the
 primary through the sentinels (`REDIS_SENTINELS`); the primary is killed mid-run, the sentinels promote the replica,
 and every process goes on by itself: every message is delivered, none stuck. The old primary, started again, is
-made a replica by the sentinels, and traffic keeps flowing to the new one."""
+made a replica by the sentinels, and traffic keeps flowing to the new one. Asked to stop, every process exits."""
 
 import os
 import shutil
@@ -134,3 +134,8 @@ def test_a_sentinel_failover_mid_run_loses_nothing(sentinel_redis, settings, api
         publish(api, topic, n)
     wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 100, timeout=60, interval=0.2)
     assert all(process.poll() is None for process in processes.running)  # nothing exited by itself
+    # Asked to stop, each exits (a worker in its blocking pop used to wait out the pop's timeout, minutes).
+    for process in processes.running:
+        process.terminate()
+    for process in processes.running:
+        assert process.wait(15) == 0, process.args
