@@ -18,7 +18,7 @@ PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 class PgBouncer:
     """A pgbouncer in front of the test database, run as the postgres user (it refuses root)."""
 
-    def __init__(self, host: str, port: int | str, user: str, database: str):
+    def __init__(self, host: str, port: int | str, user: str, database: str, *, pool_size: int = 8):
         self.dir = tempfile.mkdtemp(prefix="herald-pgbouncer-")
         os.chmod(self.dir, 0o777)
         self.port = localredis.free_port()
@@ -38,7 +38,7 @@ auth_type = trust
 auth_file = {self.dir}/users.txt
 pool_mode = transaction
 max_client_conn = 200
-default_pool_size = 8
+default_pool_size = {pool_size}
 server_reset_query =
 server_login_retry = 1
 ignore_startup_parameters = extra_float_digits

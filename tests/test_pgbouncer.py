@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -67,3 +68,38 @@ def test_workers_and_publishers_through_pgbouncer_in_transaction_mode(pgbouncer,
         keyed = [n for n in payloads if n < 1000 and n % 3 == key]
         firsts = list(dict.fromkeys(keyed))
         assert firsts == sorted(firsts), (key, firsts)
+
+
+def test_what_database_pooler_turns_off_is_what_transaction_pooling_breaks():
+    """Two sessions share one server connection, as PgBouncer's transaction mode lets them: psycopg's prepared
+    statements (its default: prepared on the fifth use) collide there; with DATABASE_POOLER=pgbouncer's setting
+    (`prepare_threshold` None) they are never prepared and nothing collides."""
+    db = connection.settings_dict
+    bouncer = PgBouncer(db["HOST"], db["PORT"], db["USER"], db["NAME"], pool_size=1).start()
+    try:
+        def sessions(prepare_threshold):
+            return [psycopg.connect(bouncer.url.replace("postgres://", "postgresql://"), autocommit=True,
+                                    prepare_threshold=prepare_threshold) for _ in range(2)]
+
+        first, second = sessions(5)  # psycopg's default
+        with pytest.raises(psycopg.errors.DuplicatePreparedStatement):
+            for _ in range(6):
+                first.execute("SELECT 1").fetchone()
+                second.execute("SELECT 1").fetchone()
+        first.close()
+        second.close()
+
+        env = subprocess_env(DATABASE_URL=bouncer.url, DATABASE_POOLER="pgbouncer")
+        shown = subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.conf import "
+                                "settings as s; d = s.DATABASES['default']; print(d['OPTIONS']['prepare_threshold'], "
+                                "d['DISABLE_SERVER_SIDE_CURSORS'])"],
+                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert shown.stdout.split() == ["None", "True"], shown.stderr[-2000:]
+        first, second = sessions(None)  # what DATABASE_POOLER=pgbouncer sets
+        for _ in range(20):
+            assert first.execute("SELECT 1").fetchone() == (1,)
+            assert second.execute("SELECT 1").fetchone() == (1,)
+        first.close()
+        second.close()
+    finally:
+        bouncer.stop()
