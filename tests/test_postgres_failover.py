@@ -29,11 +29,11 @@ def test_a_multi_host_database_url():
 
 
 def test_a_failover_to_a_synchronous_replica_loses_nothing_acknowledged():
-    run = subprocess.run([sys.executable, "-m", "tests.failover", "--synchronous", "--messages", "200", "--rate",
-                          "40", "--fail-after", "60", "--timeout", "200"],
+    run = subprocess.run([sys.executable, "-m", "tests.failover", "--synchronous", "--messages", "150", "--rate",
+                          "40", "--fail-after", "50", "--timeout", "200"],
                          cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(run.stdout[run.stdout.index("{"):])
-    assert result["acknowledged"] == 200 and result["received"] == 200, result
+    assert result["acknowledged"] == 150 and result["received"] == 150, result
     assert result["lost"] == [] and result["acknowledged_but_not_on_the_new_primary"] == [], result
     assert result["unfinished"] == 0 and result["exited_by_themselves"] == [], result
