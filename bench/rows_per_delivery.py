@@ -38,6 +38,30 @@ class MeasuredPostgres(Postgres):
                 "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1" + explain)
 
 
+SECONDARY_INDEXES = """
+    SELECT pg_get_indexdef(i.indexrelid), i.indexrelid::regclass::text FROM pg_index i
+    WHERE i.indrelid IN ('herald_delivery_message'::regclass, 'herald_delivery_delivery'::regclass,
+                         'herald_delivery_attempt'::regclass)
+      AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)"""
+
+
+def preload(db: psycopg.Connection, n: int) -> None:
+    """N finished rows in each table, loaded as a restore would: the secondary indexes dropped and built again
+    afterwards, foreign keys not checked row by row (the rows are made consistent). Through the 12 indexes of
+    `delivery` row by row, 10,000,000 rows took longer than 20 minutes."""
+    indexes = db.execute(SECONDARY_INDEXES).fetchall()
+    for _, name in indexes:
+        db.execute(f"DROP INDEX {name}")
+    db.execute("SET session_replication_role = replica")  # no foreign-key triggers for the load
+    for statement in PRELOAD:
+        db.execute(statement, {"n": n})
+    db.execute("SET session_replication_role = DEFAULT")
+    db.execute("SET maintenance_work_mem = '1GB'")
+    for definition, _ in indexes:
+        db.execute(definition)
+    db.execute("VACUUM ANALYZE")
+
+
 def manage(env: dict, *args: str) -> str:
     return subprocess.run([sys.executable, "manage.py", *args], env=env, check=True, capture_output=True, text=True,
                           cwd=ROOT).stdout
@@ -169,9 +193,7 @@ def main() -> None:
         db.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         if args.preload:
             started = time.time()
-            for statement in PRELOAD:
-                db.execute(statement, {"n": args.preload})
-            db.execute("VACUUM ANALYZE")
+            preload(db, args.preload)
             sizes = db.execute("""SELECT relname, n_live_tup FROM pg_stat_user_tables WHERE relname IN
                 ('herald_delivery_message', 'herald_delivery_delivery', 'herald_delivery_attempt')""").fetchall()
             print(f"preloaded in {time.time() - started:.0f} s: " + ", ".join(f"{t} {c:,}" for t, c in sizes),
