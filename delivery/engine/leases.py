@@ -191,11 +191,16 @@ def _claim(ids: list[int], subscription_ids: set[int], now) -> list[Delivery]:
     longest = max(subscription_policy(s).timeout_seconds for s in subscriptions.values())
     window, margin = herald.SEND_START_WINDOW_SECONDS, herald.LEASE_MARGIN_SECONDS
     lease = now + timedelta(seconds=window + longest + margin)
-    claimed = sorted(_lease(ids, now, lease), key=lambda d: d.id)
-    if not claimed:
-        return []
-    messages = Message.objects.select_related("topic").in_bulk({d.message_id for d in claimed})
-    endpoints = Endpoint.objects.in_bulk({d.endpoint_id for d in claimed})
+    # The lease and the loads commit together: a claim cut off after its lease (the database or PgBouncer gone)
+    # leaves the rows pending, due now. Leased on their own they stayed in flight, unsent and held by nobody, until
+    # the lease ran out and the reconciler counted a lost try and waited the policy's first retry delay (84.8 s
+    # with Workfront's schedule).
+    with transaction.atomic():
+        claimed = sorted(_lease(ids, now, lease), key=lambda d: d.id)
+        if not claimed:
+            return []
+        messages = Message.objects.select_related("topic").in_bulk({d.message_id for d in claimed})
+        endpoints = Endpoint.objects.in_bulk({d.endpoint_id for d in claimed})
     for delivery in claimed:
         delivery.message, delivery.endpoint = messages[delivery.message_id], endpoints[delivery.endpoint_id]
         delivery.subscription = subscriptions[delivery.subscription_id]

@@ -142,3 +142,28 @@ def test_the_lease_and_the_write_back_find_their_rows_by_key_whatever_the_statis
         assert "delivery_pending_due" not in plan and "delivery_lease" not in plan, plan
         by_key = "delivery_pending_share_due" if sql.lstrip().startswith("WITH") else "herald_delivery_delivery_pkey"
         assert by_key in plan, plan
+
+
+def test_a_claim_cut_off_after_its_lease_leaves_its_rows_pending(django_user_model, redis_conn, monkeypatch):
+    """The database (or PgBouncer) goes away between the lease and the loads: nothing was sent, so nothing may stay
+    in flight under a lease nobody holds (the reconciler would count a lost try and wait a retry delay)."""
+    from django.db import OperationalError
+
+    from subscriptions.models import Endpoint
+
+    topic, _ = topic_create(owner=django_user_model.objects.create(username="cut"), name="t")
+    subscription_create(topic=topic, endpoint="http://127.0.0.1:9/cut")
+    Delivery.objects.all().delete()
+    message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(3)])
+    Delivery.objects.update(status="pending", next_attempt_at=timezone.now() - timedelta(seconds=1))
+
+    def gone(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(Endpoint.objects, "in_bulk", gone)
+    with pytest.raises(OperationalError):
+        leases.claim_due(timezone.now(), 10, per_endpoint=10)
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"pending"}
+    monkeypatch.undo()
+    claimed, _ = leases.claim_due(timezone.now(), 10, per_endpoint=10)
+    assert len(claimed) == 3 and {d.status for d in claimed} == {"in_flight"}
