@@ -18,7 +18,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 
 from delivery.conf import herald
-from delivery.engine import catalog, clock, fanout, lifecycle, quotas
+from delivery.engine import catalog, clock, fanout, lifecycle, ordering, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import publish_input
@@ -170,6 +170,9 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     for each entry (`fanout.choose`), an ordering key's later deliveries written waiting behind its earlier ones
     (in the database, or earlier in `entries`), deliveries of a large fan-out left to a job."""
     with transaction.atomic():
+        # Every ordering key of the write locked first, in the one order releases use: taken entry by entry (in
+        # publish order) a batch of two keys could deadlock with a worker releasing the same keys.
+        ordering.lock((topic.id, entry.ordering_key) for entry in entries if entry.ordering_key)
         audiences: dict[fanout.Audience, list] = {}  # each audience's subscriptions, read once per write
         now = clock.now()
         messages, chosen_for, waiting_for = [], [], []
