@@ -39,26 +39,27 @@ receiver: install
 	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000) $(if $(SECRET),--secret $(SECRET)) \
 		$(if $(FAIL),--fail-with $(FAIL))
 
+# Debian packages the tests drive, installed when missing (as root, or with sudo that asks no password).
+define debian_package
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $(1) >/dev/null; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq $(1) >/dev/null; \
+	else echo "$(1) is missing and cannot be installed without root: run 'apt-get install $(1)'"; exit 1; fi
+endef
+
 # The browser tests drive Debian's Chromium (never a downloaded browser build).
 CHROMIUM ?= /usr/bin/chromium
 $(CHROMIUM):
-	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
-	else echo "Chromium is missing and cannot be installed without root: run 'apt-get install chromium'"; exit 1; fi
+	$(call debian_package,chromium)
 
 # PostgreSQL behind PgBouncer is tested with Debian's pgbouncer (tests/test_pgbouncer.py).
 PGBOUNCER ?= /usr/sbin/pgbouncer
 $(PGBOUNCER):
-	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq pgbouncer >/dev/null; \
-	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq pgbouncer >/dev/null; \
-	else echo "pgbouncer is missing and cannot be installed without root: run 'apt-get install pgbouncer'"; exit 1; fi
+	$(call debian_package,pgbouncer)
 
 # Clock skew between hosts is tested with Debian's faketime (tests/multihost.py).
 FAKETIME ?= /usr/bin/faketime
 $(FAKETIME):
-	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq faketime >/dev/null; \
-	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq faketime >/dev/null; \
-	else echo "faketime is missing and cannot be installed without root: run 'apt-get install faketime'"; exit 1; fi
+	$(call debian_package,faketime)
 
 test: install-dev $(CHROMIUM) $(PGBOUNCER) $(FAKETIME)
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)

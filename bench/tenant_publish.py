@@ -9,17 +9,15 @@ asked for, as in the test outbox, so Redis is not part of the figure), and the p
 """
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.stack import Postgres  # noqa: E402
+from bench.fresh import django_on_fresh_postgres  # noqa: E402
 
 
 def timed(function, count: int) -> list[float]:
@@ -42,18 +40,11 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=100_000)
     parser.add_argument("--publishes", type=int, default=300)
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="herald-tenant-publish-")
-    os.chmod(workdir, 0o755)  # the postgres user runs the cluster in it
-    postgres = Postgres(os.path.join(workdir, "pg")).start()
-    os.environ.update(DATABASE_URL=postgres.url, DJANGO_SETTINGS_MODULE="project.settings", SECRET_KEY="bench",
-                      REDIS_URL="redis://127.0.0.1:1/0", HERALD_ALLOWED_NETWORKS="127.0.0.0/8",
-                      HERALD_REQUIRE_CONFIRMATION="false", HERALD_MAX_TENANTS_PER_OWNER="10000000",
-                      HERALD_MAX_SUBSCRIPTIONS_PER_OWNER="10000000")
-    import django  # noqa: PLC0415 (after the database exists)
-
-    django.setup()
+    postgres = django_on_fresh_postgres(
+        "herald-tenant-publish-", SECRET_KEY="bench", HERALD_ALLOWED_NETWORKS="127.0.0.0/8",
+        HERALD_REQUIRE_CONFIRMATION="false", HERALD_MAX_TENANTS_PER_OWNER="10000000",
+        HERALD_MAX_SUBSCRIPTIONS_PER_OWNER="10000000")
     from django.contrib.auth import get_user_model  # noqa: PLC0415
-    from django.core.management import call_command  # noqa: PLC0415
     from django.db import connection  # noqa: PLC0415
 
     from delivery.engine import fanout, publishing  # noqa: PLC0415
@@ -63,7 +54,6 @@ def main() -> None:
     from subscriptions.models import Subscription, Tenant  # noqa: PLC0415
 
     try:
-        call_command("migrate", verbosity=0)
         publishing.capturing.set(True)  # written and committed, no pump asked for (no Redis in the figure)
         owner = get_user_model().objects.create_user("shop")
         big, _ = topic_create(owner=owner, name="big", open_to_tenants=True)

@@ -3,10 +3,9 @@
 import os
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from delivery import redis_config
+from delivery import db_config, redis_config
 from delivery.conf import DEFAULTS, from_environment  # Herald's settings and their defaults
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -95,57 +94,11 @@ TEMPLATES = [
 ]
 
 
-def _host_and_port(item: str) -> tuple[str, str]:
-    """'db1:6432' -> ('db1', '6432'); 'db1' and '[::1]' take PostgreSQL's port, 5432."""
-    host, colon, port = item.rpartition(":")
-    if not colon or "]" in port:
-        host, port = item, "5432"
-    if not host or not port.isdigit():
-        raise ImproperlyConfigured(f"DATABASE_URL: {item!r} is not host[:port]")
-    return host.strip("[]"), port
-
-
-def database_from_url(url: str) -> dict:
-    """dj-database-url, plus libpq's multi-host form for a primary with replicas to fail over to:
-    postgres://user@db1:5432,db2:5432/herald?target_session_attrs=read-write connects to whichever host accepts
-    writes now (docs/deployment.md). Each host is tried for at most `connect_timeout` (5 s unless the URL says)."""
-    scheme, separator, rest = url.partition("://")
-    netloc = rest.split("/", 1)[0]
-    hosts = netloc.rpartition("@")[2]
-    if not separator or "," not in hosts or not scheme.startswith("postgres"):
-        return dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
-    pairs = [_host_and_port(item) for item in hosts.split(",")]
-    config = dj_database_url.parse(url.replace(hosts, "multi-host", 1), conn_max_age=600, conn_health_checks=True)
-    config["HOST"] = ",".join(host for host, _ in pairs)
-    config["PORT"] = ",".join(port for _, port in pairs)
-    config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
-    return config
-
-
-DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # A database behind a partition (packets dropped, no reset) would hold a query until the kernel gives up, a
-    # quarter of an hour later: TCP keepalives find a silent peer in ~25 s and tcp_user_timeout fails a write that
-    # is not acknowledged within 20 s, so the process waits and reconnects like after any outage. The URL's query
-    # overrides each (`?keepalives_idle=30`).
-    for _name, _value in (("keepalives", 1), ("keepalives_idle", 10), ("keepalives_interval", 5),
-                          ("keepalives_count", 3), ("tcp_user_timeout", 20000)):
-        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-# Behind PgBouncer in transaction pooling mode (DATABASE_POOLER=pgbouncer): consecutive transactions of one
-# connection may run on different server sessions, so nothing may outlive a transaction there. psycopg prepares a
-# statement server-side after 5 uses (PgBouncer 1.18, Debian 12's, cannot route them): off; Django's server-side
-# cursors for iterator() outside a transaction: off. Herald's advisory locks are transaction-scoped already, and it
-# sets nothing per session (docs/deployment.md).
+# PostgreSQL (one host, or a list to fail over between) or SQLite, and how Herald connects to it
+# (DATABASE_POOLER=pgbouncer behind PgBouncer in transaction pooling mode): delivery/db_config.py.
 DATABASE_POOLER = os.environ.get("DATABASE_POOLER", "").strip().lower()
-if DATABASE_POOLER not in ("", "pgbouncer"):
-    raise ImproperlyConfigured(f"DATABASE_POOLER={DATABASE_POOLER!r}: use 'pgbouncer' or leave it empty")
-if DATABASE_POOLER == "pgbouncer":
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
-    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+DATABASES = {"default": db_config.database(os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'herald.sqlite3'}",
+                                           pooler=DATABASE_POOLER)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

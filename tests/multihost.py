@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.stack import as_postgres, postgres_bindir  # noqa: E402
+from tests.stack import Postgres  # noqa: E402
 
 DB, REDIS, RX = "10.88.1.1", "10.88.2.2", "10.88.2.1"
 HOSTS = {"h1": 11, "h2": 12, "h3": 13}
@@ -150,7 +150,6 @@ class Network:
 
     def down(self) -> None:
         for namespace in self.made:
-            sh("ip", "netns", "pids", namespace, check=False)
             for pid in sh("ip", "netns", "pids", namespace, check=False).stdout.split():
                 try:
                     os.kill(int(pid), signal.SIGKILL)
@@ -177,22 +176,8 @@ def run(workdir: str) -> dict:
     processes: dict[str, subprocess.Popen] = {}
     try:
         net.up()
-        bindir = postgres_bindir()
-        data = os.path.join(workdir, "pg")
-        os.makedirs(data, mode=0o700)
-        shutil.chown(workdir, "postgres")
-        shutil.chown(data, "postgres")
-        subprocess.run(as_postgres([f"{bindir}/initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync",
-                                    "-E", "UTF8"]), check=True, stdout=subprocess.DEVNULL)
-        with open(os.path.join(data, "pg_hba.conf"), "a") as hba:
-            hba.write("host all all 10.88.1.0/24 trust\n")
-        options = (f"-c listen_addresses={DB} -k {workdir} -c fsync=off -c full_page_writes=off "
-                   f"-c max_connections=100")
-        subprocess.run(["ip", "netns", "exec", net.ns("db"), *as_postgres(
-            [f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{workdir}/pg.log", "-w", "start"])],
-            check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["ip", "netns", "exec", net.ns("db"), *as_postgres(
-            [f"{bindir}/createdb", "-h", DB, "-U", "postgres", "herald"])], check=True)
+        Postgres(workdir, durable_commits=True, host=DB, port=5432, namespace=net.ns("db"),
+                 trusted_network="10.88.1.0/24").start()
         from delivery.management import localredis
         processes["redis"] = net.run("db", [localredis.redis_server_binary(), "--bind", REDIS, "--port", "6379",
                                             "--save", "", "--appendonly", "no", "--loglevel", "warning"],

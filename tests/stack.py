@@ -40,36 +40,46 @@ def as_postgres(args: list[str]) -> list[str]:
 class Postgres:
     """A throwaway cluster in `workdir`: started, restarted (as maintenance or a failover would) and stopped."""
 
-    def __init__(self, workdir: str, *, durable_commits: bool = False):
+    def __init__(self, workdir: str, *, durable_commits: bool = False, host: str = "127.0.0.1", port: int = 0,
+                 namespace: str = "", trusted_network: str = ""):
         """`durable_commits`: keep PostgreSQL's default `synchronous_commit=on`, so a commit it acknowledged
-        survives a crash of the server (the chaos run crashes it); the test suite turns it off for speed."""
+        survives a crash of the server (the chaos run crashes it); the test suite turns it off for speed.
+        `namespace`: a network namespace to run the server in (a stand-in host), listening on `host`, which
+        accepts connections from `trusted_network` too."""
         self.durable_commits = durable_commits
         self.bindir = postgres_bindir()
         self.workdir = workdir
         self.data = os.path.join(workdir, "pg")
         self.user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
-        self.port = localredis.free_port()
-        self.url = f"postgres://{self.user}@127.0.0.1:{self.port}/herald"
+        self.host, self.port = host, port or localredis.free_port()
+        self.namespace, self.trusted_network = namespace, trusted_network
+        self.url = f"postgres://{self.user}@{host}:{self.port}/herald"
+
+    def run(self, *args: str, **kwargs) -> None:
+        """A PostgreSQL program, as its user, in the server's namespace if it has one."""
+        inside = ["ip", "netns", "exec", self.namespace] if self.namespace else []
+        subprocess.run([*inside, *as_postgres(list(args))], check=kwargs.pop("check", True), **kwargs)
 
     def pg_ctl(self, *args: str) -> None:
-        subprocess.run(as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, *args]), check=True,
-                       stdout=subprocess.DEVNULL)
+        self.run(f"{self.bindir}/pg_ctl", "-D", self.data, *args, stdout=subprocess.DEVNULL)
 
     def start(self) -> "Postgres":
-        os.makedirs(self.data)
+        os.makedirs(self.data, mode=0o700)
         if os.geteuid() == 0:
             shutil.chown(self.workdir, "postgres")
             shutil.chown(self.data, "postgres")
-        subprocess.run(as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-U", self.user, "-A", "trust",
-                                    "--no-sync", "-E", "UTF8"]), check=True, stdout=subprocess.DEVNULL)
+        self.run(f"{self.bindir}/initdb", "-D", self.data, "-U", self.user, "-A", "trust", "--no-sync", "-E",
+                 "UTF8", stdout=subprocess.DEVNULL)
+        if self.trusted_network:
+            with open(os.path.join(self.data, "pg_hba.conf"), "a") as hba:
+                hba.write(f"host all all {self.trusted_network} trust\n")
         self.pg_ctl("-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "start")
-        subprocess.run(as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U",
-                                    self.user, "herald"]), check=True)
+        self.run(f"{self.bindir}/createdb", "-h", self.host, "-p", str(self.port), "-U", self.user, "herald")
         return self
 
     def options(self) -> str:
         commits = "" if self.durable_commits else "-c synchronous_commit=off "
-        return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c fsync=off "
+        return (f"-c listen_addresses={self.host} -p {self.port} -k {self.workdir} -c fsync=off "
                 f"{commits}-c full_page_writes=off -c max_connections=200")
 
     def restart(self, mode: str = "fast") -> None:
@@ -84,8 +94,8 @@ class Postgres:
         self.pg_ctl("-o", self.options(), "-l", f"{self.workdir}/pg.log", "-w", "start")
 
     def stop(self) -> None:
-        subprocess.run(as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"]),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.run(f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "immediate", "stop", check=False,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def start_postgres(workdir: str):

@@ -11,7 +11,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from project.settings import database_from_url
+from delivery.db_config import database_from_url
 from tests.conftest import ROOT
 
 
