@@ -1,42 +1,33 @@
 """The fair claim's queries on a big table: 1,000,000 due deliveries of one owner and 1 of another. Prints each
-query's plan (EXPLAIN ANALYZE, BUFFERS) and time, and which rows a claim of 64 takes.
+query's plan (EXPLAIN ANALYZE, BUFFERS) and time, and which rows a claim of 64 takes, also while the big owner's
+endpoint has no room left.
 
     python bench/claim_plan.py [--rows 1000000]
 """
 
 import argparse
-import os
 import sys
-import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.stack import Postgres  # noqa: E402
+from bench.fresh import django_on_fresh_postgres  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="herald-claim-plan-")
-    os.chmod(workdir, 0o755)  # the postgres user runs the cluster in it
-    postgres = Postgres(os.path.join(workdir, "pg")).start()
-    os.environ.update(DATABASE_URL=postgres.url, DJANGO_SETTINGS_MODULE="project.settings", SECRET_KEY="plan",
-                      REDIS_URL="redis://127.0.0.1:1/0")
-    import django  # noqa: PLC0415 (after the database exists)
-
-    django.setup()
-    from django.core.management import call_command  # noqa: PLC0415
+    postgres = django_on_fresh_postgres("herald-claim-plan-", SECRET_KEY="plan")
     from django.db import connection  # noqa: PLC0415
     from django.utils import timezone  # noqa: PLC0415
 
     from delivery.engine import leases  # noqa: PLC0415
 
     try:
-        call_command("migrate", verbosity=0)
         with connection.cursor() as c:
             c.execute("INSERT INTO auth_user (id, username, password, is_superuser, is_staff, is_active, first_name, "
                       "last_name, email, date_joined) VALUES (1, 'flood', '', false, false, true, '', '', '', now()), "
@@ -72,8 +63,11 @@ def main() -> None:
                          FROM herald_delivery_message WHERE topic_id = 2""", [subs[1].id])
             c.execute("VACUUM ANALYZE herald_delivery_delivery")
         now = timezone.now()
-        for name, function in (("shares with due work", lambda: leases.shares_with_due_work(now)),
-                               ("the claim's read (64 slots)", lambda: leases.due_in_turn(now, 256, []))):
+        full = Counter({1: 32})  # the flood's endpoint has no room left: its backlog must not be read to skip it
+        for name, function in (
+                ("shares with due work", lambda: leases.shares_with_due_work(now)),
+                ("the claim's read (64 slots)", lambda: leases.due_in_turn(now, 64, 32, Counter())),
+                ("the claim's read, the flood's endpoint without room", lambda: leases.due_in_turn(now, 64, 32, full))):
             timings = []
             for _ in range(5):
                 started = time.perf_counter()
@@ -81,25 +75,24 @@ def main() -> None:
                 timings.append((time.perf_counter() - started) * 1000)
             print(f"{name}: median {sorted(timings)[2]:.2f} ms over 5 runs")
         shares = leases.shares_with_due_work(now)
-        rows, _ = leases.due_in_turn(now, 256, [])
+        rows, _ = leases.due_in_turn(now, 64, 32, Counter())
         print(f"(owner, tenant) shares with due work: {shares}; the quiet owner's delivery is row "
               f"{[r[1] for r in rows].index(2) + 1} of {len(rows)} read")
+        rows, _ = leases.due_in_turn(now, 64, 32, full)
+        print(f"with the flood's endpoint full: {len(rows)} rows read, the quiet owner's among them: "
+              f"{any(r[1] == 2 for r in rows)}")
+        statements = []
+
+        def capture(execute, sql, params, many, context):
+            statements.append((sql, params))
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(capture):
+            leases.due_in_turn(now, 64, 32, Counter())
         with connection.cursor() as c:
-            table = "herald_delivery_delivery"
-            for title, sql, params in (
-                ("skip scan, one step", f"EXPLAIN (ANALYZE, BUFFERS) SELECT owner_id, COALESCE(tenant_id, 0) "
-                 f"FROM {table} WHERE status = 'pending' AND (owner_id, COALESCE(tenant_id, 0)) > (%s, 0) "
-                 "ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1", [1]),
-                ("the claim's read: each share's oldest due rows",
-                 f"""EXPLAIN (ANALYZE, BUFFERS) SELECT c.id FROM unnest(%s::bigint[]) AS o(owner_id)
-                     CROSS JOIN LATERAL (SELECT d.id FROM {table} d
-                         WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
-                               BETWEEN (o.owner_id, 0, '-infinity') AND (o.owner_id, 0, %s)
-                         AND d.status = 'pending' AND NOT (d.endpoint_id = ANY(%s::bigint[]))
-                         ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 128) c""",
-                 [[1, 2], now, []])):
-                c.execute(sql, params)
-                print(f"\n{title}:\n" + "\n".join(row[0] for row in c.fetchall()))
+            for sql, params in statements:
+                c.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                print(f"\n{' '.join(sql.split())[:100]}…:\n" + "\n".join(row[0] for row in c.fetchall()))
     finally:
         connection.close()
         postgres.stop()

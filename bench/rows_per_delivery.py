@@ -28,11 +28,13 @@ from tests.stack import Postgres  # noqa: E402
 
 
 class MeasuredPostgres(Postgres):
-    explain_slower_than_ms = 0  # >0: the plan of every statement slower than this goes to the server's log
+    explain_slower_than_ms = -1  # >=0: the plan of every statement slower than this goes to the server's log
 
     def options(self) -> str:
-        explain = (f" -c session_preload_libraries=auto_explain -c auto_explain.log_min_duration="
-                   f"{self.explain_slower_than_ms}" if self.explain_slower_than_ms else "")
+        explain = (" -c session_preload_libraries=auto_explain -c auto_explain.log_analyze=on "
+                   "-c auto_explain.log_nested_statements=on "
+                   f"-c auto_explain.log_min_duration={self.explain_slower_than_ms}"
+                   if self.explain_slower_than_ms >= 0 else "")
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c max_connections=200 "
                 "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
                 "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1" + explain)
@@ -156,11 +158,21 @@ def received(port: int) -> int:
         return int(answer.read())
 
 
+def wait_for(port: int, count: int) -> None:
+    """Until the receiver has had `count` requests. Progress is read from the receiver, not the database: a poll
+    there would count in the figures."""
+    started = time.time()
+    while received(port) < count:
+        time.sleep(0.1)
+        if time.time() - started > 600:
+            raise SystemExit("not drained in 10 minutes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deliveries", type=int, default=3000)
     parser.add_argument("--preload", type=int, default=0)
-    parser.add_argument("--explain-slower-than-ms", type=int, default=0,
+    parser.add_argument("--explain-slower-than-ms", type=int, default=-1,
                         help="log the plans of statements slower than this (PostgreSQL's log, path printed)")
     parser.add_argument("--postgres-cores", type=float, default=0,
                         help="hold PostgreSQL to this much CPU during the drain (root; cgroup v1), to check the "
@@ -213,11 +225,7 @@ def main() -> None:
         cron = subprocess.Popen([sys.executable, "manage.py", "herald_cron"], env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL)
         processes += workers + [cron]
-        # Progress is read from the receiver, not the database: a poll there would count in the figures.
-        while received(receiver_port) < n:
-            time.sleep(0.2)
-            if time.time() - started > 600:
-                raise SystemExit("not drained in 10 minutes")
+        wait_for(receiver_port, n)
         elapsed = time.time() - started
         time.sleep(2)  # the last answers recorded
         cpu = postgres_cpu_seconds() - cpu_before  # (ended processes' time is lost: connections live on)
@@ -230,9 +238,6 @@ def main() -> None:
         stats = db.execute("""SELECT tup_returned, tup_fetched, xact_commit, tup_inserted, tup_updated
                               FROM pg_stat_database WHERE datname = current_database()""").fetchone()
         returned, fetched, commits, inserted, updated = (value / n for value in stats)
-        unfinished = db.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
-                                "('pending', 'in_flight')").fetchone()[0]
-        assert unfinished == 0, f"{unfinished} deliveries not finished"
         print(f"{n:,} deliveries drained by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
         if args.postgres_cores:
             predicted = args.postgres_cores / (args.model_ms / 1000)
@@ -241,6 +246,15 @@ def main() -> None:
                   f"{n / elapsed:.0f}/s ({n / elapsed / predicted:.0%} of the prediction)")
         print(f"per delivery: tuples returned {returned:.1f}, fetched {fetched:.1f}, read {returned + fetched:.1f}; "
               f"commits {commits:.2f}, inserts {inserted:.2f}, updates {updated:.2f}, WAL {float(wal) / n:,.0f} bytes")
+        # The same in Herald's tables only: the rest is PostgreSQL's catalogs, read by each new connection to fill
+        # its caches (a cost per process start, not per delivery).
+        user_returned, user_fetched = (float(value) / n for value in db.execute(
+            """SELECT (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables)
+                      + (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes),
+                      (SELECT coalesce(sum(idx_tup_fetch), 0) FROM pg_stat_user_tables)""").fetchone())
+        print(f"  in Herald's tables: returned {user_returned:.1f}, fetched {user_fetched:.1f}, read "
+              f"{user_returned + user_fetched:.1f}; in PostgreSQL's catalogs (filled once per connection) "
+              f"{returned + fetched - user_returned - user_fetched:.1f}")
         per_core = n / cpu if cpu else float("inf")
         print(f"PostgreSQL CPU: {cpu:.2f} s for {n:,} deliveries, {cpu / n * 1000:.2f} ms each: "
               f"{per_core:,.0f} deliveries per second per PostgreSQL core; {1e9 / (float(wal) / n):,.0f} deliveries "
@@ -259,6 +273,14 @@ def main() -> None:
                    ORDER BY seq_tup_read + coalesce(idx_tup_fetch, 0) DESC LIMIT 10""").fetchall():
             print(f"  {table:40s} seq scans {seq:6d} ({seq_rows / n:8.1f} rows)  index scans {idx:7d} "
                   f"({idx_rows / n:6.1f} rows)")
+        print("\nindexes (entries read per delivery):")
+        for table, index, scans, entries in db.execute(
+                """SELECT relname, indexrelname, idx_scan, idx_tup_read FROM pg_stat_all_indexes
+                   WHERE idx_tup_read > 0 ORDER BY idx_tup_read DESC LIMIT 15""").fetchall():
+            print(f"  {table:34s} {index:44s} scans {scans:7d}  entries {entries / n:6.2f}")
+        unfinished = db.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
+                                "('pending', 'in_flight')").fetchone()[0]
+        assert unfinished == 0, f"{unfinished} deliveries not finished"
     finally:
         for process in processes:
             if process.poll() is None:

@@ -115,6 +115,10 @@ class Delivery(models.Model):
             # owner's own rows are tenant 0).
             models.Index(F("owner"), Coalesce(F("tenant"), Value(0)), F("next_attempt_at"),
                          condition=Q(status=DeliveryStatus.PENDING), name="delivery_pending_share_due"),
+            # Within a share, its endpoints with pending work (a skip scan) and each one's oldest due rows, in
+            # (next_attempt_at, id) order so that a claim can read on from where it stopped.
+            models.Index(F("owner"), Coalesce(F("tenant"), Value(0)), F("endpoint"), F("next_attempt_at"), F("id"),
+                         condition=Q(status=DeliveryStatus.PENDING), name="delivery_pending_endpoint_due"),
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),

@@ -39,18 +39,19 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     (`per_endpoint` requests less what it has `in_flight`); endpoints without room are not read at all. A row of a
     batching subscription is a 1/max_events_per_batch share of a request, and such a subscription gets up to a
     whole batch of its due rows. Rows another worker is taking are skipped. Returns (claimed, whether more was due
-    than taken). Both queries read partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
-    cost follows the batch and the shares with due work, not the number of pending rows."""
+    than taken). Every query reads partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
+    cost follows the batch and the shares and endpoints with due work, not the number of pending rows."""
     in_flight = in_flight or Counter()
-    full = [endpoint_id for endpoint_id, count in in_flight.items() if count >= per_endpoint]
-    due, more = due_in_turn(now, limit * 4, full)
+    due, more = due_in_turn(now, limit, per_endpoint, in_flight)
     taken: Counter = Counter()
-    ids, batching, used, subscriptions = [], {}, 0.0, set()
-    for delivery_id, endpoint_id, subscription_id, batch in due:
+    ids, batching, used, subscriptions, at = [], {}, 0.0, set(), {}
+    for delivery_id, endpoint_id, subscription_id, batch, *where in due:
         weight = 1 / batch
         if taken[endpoint_id] + in_flight[endpoint_id] + weight <= per_endpoint + 1e-9:
             taken[endpoint_id] += weight
             ids.append(delivery_id)
+            if where:
+                at[delivery_id] = where[0]
             subscriptions.add(subscription_id)
             used += weight
             if batch > 1:
@@ -59,7 +60,7 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
                 break
     # Endpoints without room were not read: their due rows wait for the sends in flight, and the pump must look
     # again when those complete rather than take "nothing read" for "nothing due".
-    more = more or len(due) > len(ids) or bool(full)
+    more = more or len(due) > len(ids) or any(count >= per_endpoint for count in in_flight.values())
     for subscription_id, batch in batching.items():  # fill a whole batch
         extra = list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=ids)
                      .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
@@ -67,42 +68,54 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
         more = more or len(extra) == batch
     if not ids:
         return [], more
-    return _claim(ids, subscriptions, now), more
+    return _claim(ids, subscriptions, now, at=at), more
 
 
-def due_in_turn(now, count: int, full: list[int]) -> tuple[list[tuple], bool]:
-    """Up to about `count` due rows (id, endpoint, subscription, batch size), in the order a fair claim takes
+def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple[list[tuple], bool]:
+    """Up to about `count` due rows (id, endpoint, subscription, batch size[, ctid]), in the order a fair claim takes
     them: owners in turn, each owner's tenants in turn, and their endpoints in turn, each one's rows oldest first.
-    Also whether more was due than read."""
+    Also whether more was due than read. What it reads is what a claim can take: each share's part of `count`,
+    split among its endpoints with due rows and capped by each one's room, then topped up from the endpoints that
+    had more while room is left (a claim of 64 slots read 256 rows to take 64, and beside an endpoint without
+    room read that endpoint's whole due backlog to skip it)."""
+    full = [endpoint_id for endpoint_id, n in in_flight.items() if n >= per_endpoint]
     if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
         rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
-                                 "owner_id", "tenant_id")[:count])
-        return in_turn(rows), len(rows) == count
+                                 "owner_id", "tenant_id")[:count * 4])
+        return in_turn(rows), len(rows) == count * 4
     shares = shares_with_due_work(now)
     if not shares:
         return [], False
     quotas = share_quotas(shares, count)
-    # The row comparison is the share index's own range (owner, tenant, next_attempt_at): with it the planner reads
-    # each share's oldest due rows there, never the due-time index filtered by owner (which, beside one owner's
-    # million due rows, would read them all to find another owner's one).
-    table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant
-                FROM unnest(%s::bigint[], %s::bigint[], %s::int[]) AS o(owner_id, tenant, quota)
-                CROSS JOIN LATERAL (
-                    SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id FROM {table} d
-                    WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
-                          BETWEEN (o.owner_id, o.tenant, '-infinity') AND (o.owner_id, o.tenant, %s)
-                      AND d.status = %s AND NOT (d.endpoint_id = ANY(%s::bigint[]))
-                    ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT o.quota) c
-                JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id""",
-            [[owner for owner, _ in shares], [tenant for _, tenant in shares], [quotas[s] for s in shares], now,
-             DeliveryStatus.PENDING, full])
-        rows = cursor.fetchall()
-    per_share = Counter((row[4], row[5]) for row in rows)
-    return in_turn(rows), any(n == quotas[share] for share, n in per_share.items())
+    found, more = endpoints_with_due_work(now, quotas, full)
+    # Each endpoint's read starts at its oldest pending row, found by the walk: (next_attempt_at, id - 1) is just
+    # before it in the index.
+    after = {(owner, tenant, endpoint): (due_at, first - 1) for owner, tenant, endpoint, due_at, first in found}
+    per_share = Counter(key[:2] for key in after)
+    room = {key: per_endpoint - in_flight[key[2]] for key in after}
+    wanted = {key: max(1, min(-(-quotas[key[:2]] // per_share[key[:2]]), int(room[key]))) for key in after}
+    rows: list[tuple] = []
+    for top_up in range(TOP_UPS + 1):
+        read = due_rows(now, wanted, after)
+        rows += read
+        by_endpoint = Counter((row[4], row[5], row[1]) for row in read)
+        for row in read:  # (each endpoint's rows come oldest first)
+            after[(row[4], row[5], row[1])] = (row[6], row[0])
+            room[(row[4], row[5], row[1])] -= 1
+        # An endpoint that gave all that was asked may have more: what is left of `count` goes to those, each within
+        # its room.
+        had_more = [key for key in wanted if by_endpoint[key] == wanted[key]]
+        room_left = [key for key in had_more if room[key] >= 1]
+        left = count - len(rows)
+        if left <= 0 or not room_left or top_up == TOP_UPS:
+            more = more or bool(had_more)
+            break
+        wanted = {key: max(1, min(-(-left // len(room_left)), int(room[key]))) for key in room_left}
+    return in_turn([row[:6] + row[7:] for row in rows]), more
+
+
+TOP_UPS = 2  # further reads of the endpoints that had more, while a claim has room left
 
 
 def share_quotas(shares: list[tuple[int, int]], count: int) -> dict[tuple[int, int], int]:
@@ -114,32 +127,55 @@ def share_quotas(shares: list[tuple[int, int]], count: int) -> dict[tuple[int, i
     return {(owner, tenant): max(1, -(-per_owner // owners[owner])) for owner, tenant in shares}
 
 
+def _pending_shares() -> str:
+    """A recursive query `pending_shares(owner_id, tenant, due_at, depth)`: the (owner, tenant) shares with pending
+    rows after (%(owner)s, %(tenant)s), each with its oldest pending row's due time, up to %(scan)s of them."""
+    table = Delivery._meta.db_table
+    # Each step finds the next share's oldest pending row (ORDER BY includes next_attempt_at, so whichever index
+    # the planner takes, that is what comes first); the share has due work if that row is due. One probe per share,
+    # not two at the same place: its head, where the rows just claimed leave index entries not yet cleaned.
+    return f"""
+        WITH RECURSIVE pending_shares(owner_id, tenant, due_at, depth) AS (
+            (SELECT owner_id, COALESCE(tenant_id, 0), next_attempt_at, 1 FROM {table}
+             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, 0)) > (%(owner)s, %(tenant)s)
+             ORDER BY owner_id, COALESCE(tenant_id, 0), next_attempt_at LIMIT 1)
+          UNION ALL
+            SELECT n.owner_id, n.tenant, n.next_attempt_at, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
+                SELECT d.owner_id, COALESCE(d.tenant_id, 0) AS tenant, d.next_attempt_at FROM {table} d
+                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, 0)) > (p.owner_id, p.tenant)
+                ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 1) n
+            WHERE p.depth < %(scan)s
+        )"""
+
+
+def due_sample(now, count: int) -> list[int]:
+    """The attempt counts of up to `count` due rows: the oldest of the first share with due work (what the scheduler
+    looks at to know that work is due and whether retries are among it). It reads the index the claims read, where
+    the rows they took are already marked gone: a look at the due-time index instead read every row claimed since
+    its last look (one index entry per delivery)."""
+    table = Delivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""{_pending_shares()}
+                SELECT d.attempt_count FROM (SELECT * FROM pending_shares WHERE due_at <= %(now)s LIMIT 1) p
+                CROSS JOIN LATERAL (
+                    SELECT d.attempt_count FROM {table} d
+                    WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                          BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
+                      AND d.status = %(pending)s
+                    ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT %(count)s) d""",
+            {"pending": DeliveryStatus.PENDING, "owner": 0, "tenant": 0, "now": now, "count": count,
+             "scan": SHARES_PER_CLAIM * 40})
+        return [row[0] for row in cursor.fetchall()]
+
+
 def shares_with_due_work(now) -> list[tuple[int, int]]:
     """Up to SHARES_PER_CLAIM (owner, tenant) pairs with due rows (tenant OWN for the owner's own rows), starting
     after the last pair a claim of this process looked at (and wrapping round), so that with more of them than
     that every one gets its turn. A skip scan of the (owner, tenant, next_attempt_at) index of pending rows: one
     index probe per pair with pending rows, not a read of the rows."""
     global _after_share
-    table = Delivery._meta.db_table
-    query = f"""
-        WITH RECURSIVE pending_shares(owner_id, tenant, depth) AS (
-            (SELECT owner_id, COALESCE(tenant_id, 0), 1 FROM {table}
-             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, 0)) > (%(owner)s, %(tenant)s)
-             ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1)
-          UNION ALL
-            SELECT n.owner_id, n.tenant, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
-                SELECT d.owner_id, COALESCE(d.tenant_id, 0) AS tenant FROM {table} d
-                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, 0)) > (p.owner_id, p.tenant)
-                ORDER BY d.owner_id, COALESCE(d.tenant_id, 0) LIMIT 1) n
-            WHERE p.depth < %(scan)s
-        )
-        SELECT p.owner_id, p.tenant FROM pending_shares p CROSS JOIN LATERAL (
-            SELECT 1 FROM {table} d
-            WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
-                  BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
-              AND d.status = %(pending)s
-            ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 1) due
-        LIMIT %(limit)s"""
+    query = f"{_pending_shares()} SELECT owner_id, tenant FROM pending_shares WHERE due_at <= %(now)s LIMIT %(limit)s"
     found: list[tuple[int, int]] = []
     with connection.cursor() as cursor:
         for after in (_after_share, (0, 0)) if _after_share != (0, 0) else ((0, 0),):
@@ -153,14 +189,124 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
     return [tuple(share) for share in found]
 
 
+ENDPOINTS_SCANNED_PER_WANTED = 40  # endpoints with pending rows probed per endpoint with due rows a share may use
+_after_endpoint: dict[tuple[int, int], int] = {}  # per share, where its next look at endpoints starts (per process)
+LAST_ENDPOINT = 2**63 - 1
+
+
+def endpoints_with_due_work(now, quotas: dict[tuple[int, int], int], full: list[int]) -> tuple[list[tuple], bool]:
+    """For each share, up to its quota of (owner, tenant, endpoint) with due rows, endpoints without room left
+    out, in turn after the last endpoint this process looked at in that share (wrapping round); each as (owner,
+    tenant, endpoint, next_attempt_at, id) of its oldest due row. A skip scan of the (owner, tenant, endpoint,
+    next_attempt_at, id) index of pending rows: one probe per endpoint with pending rows, never a read of an
+    endpoint's backlog. Also whether a share may have more endpoints with due work than were taken."""
+    if len(_after_endpoint) > 100_000:  # a fairness cursor, not state: forgetting it costs one turn's order
+        _after_endpoint.clear()
+    found: list[tuple] = []
+    wanted = dict(quotas)
+    more = False
+    # First from each share's cursor to its last endpoint, then (for shares that found too few) from its first
+    # endpoint up to the cursor: two disjoint ranges, so nothing is found twice.
+    passes = [{share: (_after_endpoint.get(share, 0), LAST_ENDPOINT) for share in quotas}]
+    for number in range(2):
+        ranges = passes[number]
+        if not ranges:
+            break
+        shares = list(ranges)
+        rows = _endpoint_walk(now, shares, [ranges[s] for s in shares], [wanted[s] for s in shares], full)
+        per_share = Counter(row[:2] for row in rows)
+        found += rows
+        for share in shares:
+            wanted[share] -= per_share[share]
+            more = more or wanted[share] == 0
+        if number == 0:
+            passes.append({share: (0, lower) for share, (lower, _) in ranges.items() if wanted[share] > 0 and lower})
+    # A share that gave all its quota may have more endpoints: its next look starts after the last one taken. One
+    # that gave less was seen whole: its next look starts at its first endpoint (one pass, not two).
+    last: dict[tuple[int, int], int] = {}
+    for owner, tenant, endpoint, *_ in found:
+        last[(owner, tenant)] = endpoint
+    for share in quotas:
+        if wanted[share] == 0:
+            _after_endpoint[share] = last[share]
+        else:
+            _after_endpoint.pop(share, None)
+    return found, more
+
+
+def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, int]], wanted: list[int],
+                   full: list[int]) -> list[tuple]:
+    """(owner, tenant, endpoint, next_attempt_at, id) of each share's endpoints in `ranges` with due rows, up to
+    `wanted` of them: each step finds the next endpoint's oldest pending row, which says whether it is due and is
+    where the read of its rows starts (past the index entries of rows just claimed, read once)."""
+    table = Delivery._meta.db_table
+    key = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id"
+    step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
+               WHERE d.status = %(pending)s AND ({key}) > (s.owner_id, s.tenant, {{after}})
+                 AND ({key}) <= (s.owner_id, s.tenant, s.upto)
+               ORDER BY {key}, d.next_attempt_at, d.id LIMIT 1"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id
+                FROM unnest(%(owners)s::bigint[], %(tenants)s::bigint[], %(lower)s::bigint[], %(upto)s::bigint[],
+                            %(wanted)s::int[]) WITH ORDINALITY AS s(owner_id, tenant, lower, upto, wanted, n)
+                CROSS JOIN LATERAL (
+                    WITH RECURSIVE walk(endpoint_id, next_attempt_at, id, depth) AS (
+                        (SELECT w.*, 1 FROM ({step.format(after="s.lower")}) w)
+                      UNION ALL
+                        SELECT n.*, p.depth + 1 FROM walk p
+                        CROSS JOIN LATERAL ({step.format(after="p.endpoint_id")}) n
+                        WHERE p.depth < s.wanted * %(scan)s
+                    )
+                    SELECT * FROM walk w
+                    WHERE w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[]))
+                    LIMIT s.wanted) e
+                ORDER BY s.n, e.depth""",
+            {"owners": [o for o, _ in shares], "tenants": [t for _, t in shares], "lower": [r[0] for r in ranges],
+             "upto": [r[1] for r in ranges], "wanted": wanted, "scan": ENDPOINTS_SCANNED_PER_WANTED, "full": full,
+             "now": now, "pending": DeliveryStatus.PENDING})
+        return cursor.fetchall()
+
+
+def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int, int, int], tuple]) -> list[tuple]:
+    """For each (owner, tenant, endpoint) in `wanted`, up to that many of its due rows oldest first, after the
+    (next_attempt_at, id) in `after`: (id, endpoint, subscription, batch size, owner, tenant, next_attempt_at,
+    ctid), each endpoint's oldest first. A row range of the (owner, tenant, endpoint, next_attempt_at, id) index:
+    it reads the rows it returns."""
+    keys = list(wanted)
+    table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
+    position = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id, d.next_attempt_at, d.id"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant,
+                       c.next_attempt_at, c.ctid::text
+                FROM unnest(%(owners)s::bigint[], %(tenants)s::bigint[], %(endpoints)s::bigint[],
+                            %(times)s::timestamptz[], %(ids)s::bigint[], %(wanted)s::int[]) WITH ORDINALITY
+                     AS o(owner_id, tenant, endpoint_id, after_time, after_id, wanted, n)
+                CROSS JOIN LATERAL (
+                    SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id, d.next_attempt_at, d.ctid
+                    FROM {table} d
+                    WHERE ({position}) > (o.owner_id, o.tenant, o.endpoint_id, o.after_time, o.after_id)
+                      AND ({position}) <= (o.owner_id, o.tenant, o.endpoint_id, %(now)s, {LAST_ENDPOINT})
+                      AND d.status = %(pending)s
+                    ORDER BY {position} LIMIT o.wanted) c
+                JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id
+                ORDER BY o.n, c.next_attempt_at, c.id""",
+            {"owners": [k[0] for k in keys], "tenants": [k[1] for k in keys], "endpoints": [k[2] for k in keys],
+             "times": [after[k][0] for k in keys], "ids": [after[k][1] for k in keys],
+             "wanted": [wanted[k] for k in keys], "now": now, "pending": DeliveryStatus.PENDING})
+        return cursor.fetchall()
+
+
 def in_turn(rows: list[tuple]) -> list[tuple]:
-    """`rows` (id, endpoint, subscription, batch size, owner, tenant), oldest first within each endpoint, reordered
+    """`rows` (id, endpoint, subscription, batch size, owner, tenant[, ctid]), oldest first within each endpoint,
+    reordered
     so that owners take turns, within an owner its tenants (and its own rows) take turns, and within those their
     endpoints. The owner to go first rotates from claim to claim, so no owner is always last when the batch is
     smaller than the number of owners."""
     by_owner: dict = {}
     for row in rows:
-        by_owner.setdefault(row[4], {}).setdefault(row[5] or OWN, {}).setdefault(row[1], []).append(row[:4])
+        by_owner.setdefault(row[4], {}).setdefault(row[5] or OWN, {}).setdefault(row[1], []).append(row[:4] + row[6:])
     queues = [_round_robin([_round_robin(list(endpoints.values())) for endpoints in tenants.values()])
               for tenants in by_owner.values()]
     if queues:
@@ -179,12 +325,13 @@ def _round_robin(sequences: list[list]) -> list:
 _turns = itertools.count()
 
 
-def _claim(ids: list[int], subscription_ids: set[int], now) -> list[Delivery]:
+def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str] | None = None) -> list[Delivery]:
     """Lease the still-pending, due rows among `ids` (of `subscription_ids`) and load what their sends need. The
     lease covers the wait for a send slot (HERALD_SEND_START_WINDOW_SECONDS), the longest timeout among their
     subscriptions and a margin. The rows come back from the lease's own UPDATE (RETURNING): no second read of the
     deliveries; their messages, subscriptions and endpoints are read by primary key (docs/benchmarks.md, "Rows
-    read per delivery")."""
+    read per delivery"). `at`: where the claim's read found some of them ({id: ctid}), so that the lease goes
+    straight there instead of probing the primary key."""
     if not ids:
         return []
     subscriptions = Subscription.objects.select_related("topic").in_bulk(subscription_ids)
@@ -196,7 +343,9 @@ def _claim(ids: list[int], subscription_ids: set[int], now) -> list[Delivery]:
     # the lease ran out and the reconciler counted a lost try and waited the policy's first retry delay (84.8 s
     # with Workfront's schedule).
     with transaction.atomic():
-        claimed = sorted(_lease(ids, now, lease), key=lambda d: d.id)
+        at = at or {}
+        claimed = _lease([i for i in ids if i not in at], now, lease)
+        claimed = sorted(claimed + _lease(list(at), now, lease, at=list(at.values())), key=lambda d: d.id)
         if not claimed:
             return []
         messages = Message.objects.select_related("topic").in_bulk({d.message_id for d in claimed})
@@ -215,21 +364,29 @@ def status_by_key(alias: str = "") -> str:
     return f"({alias}status || '')"
 
 
-def _lease(ids: list[int], now, lease) -> list[Delivery]:
+def _lease(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[Delivery]:
     """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the rows this call won, as
-    they are after the change."""
+    they are after the change. `at`: their ctids as a read found them (PostgreSQL), to go straight to the rows: a
+    row changed since is no longer there and is left for the next claim (its id is checked too, as the place may
+    now hold another row's version; spelled `id + 0` so that the planner keeps to the TID scan)."""
+    if not ids:
+        return []
     pending, due, changes = DeliveryStatus.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
-    if connection.vendor == "postgresql":  # one round trip: the rows come back from the UPDATE
+    # One round trip on PostgreSQL: the rows come back from the UPDATE, which finds the rows it locked by their
+    # physical address (a TID scan), not by a second probe of the primary key.
+    if connection.vendor == "postgresql":
         table = Delivery._meta.db_table
         assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
         fields = list(Delivery._meta.concrete_fields)
+        by = "ctid = ANY(%s::tid[]) AND (id + 0)" if at else "id"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""UPDATE {table} SET {assignments}
-                    WHERE id IN (SELECT id FROM {table} WHERE id = ANY(%s) AND {status_by_key()} = %s
-                                   AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED)
-                    RETURNING {", ".join(f.column for f in fields)}""",
-                [*changes.values(), ids, pending, now],
+                f"""UPDATE {table} AS d SET {assignments}
+                    FROM (SELECT ctid FROM {table} WHERE {by} = ANY(%s)
+                            AND {status_by_key()} = %s AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED) AS won
+                    WHERE d.ctid = won.ctid
+                    RETURNING {", ".join(f"d.{f.column}" for f in fields)}""",
+                [*changes.values(), *([at] if at else []), ids, pending, now],
             )
             rows = cursor.fetchall()
         # Every column of a delivery is a plain type psycopg returns as Django would (no converters needed).

@@ -2,6 +2,7 @@
 backlog never stands before a quiet owner's fresh delivery; an owner alone still gets every free slot. Time is
 passed in."""
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -48,8 +49,6 @@ def test_a_quiet_owners_fresh_delivery_goes_with_the_next_claim(django_user_mode
 def test_an_endpoint_without_room_still_counts_as_having_work(django_user_model, redis_conn):
     """Its rows are not read while its sends are in flight; the pump must look again when they complete, not end
     as if nothing were due (with no scheduler running, the rest waited forever)."""
-    from collections import Counter
-
     alice, topic = owner_with(django_user_model, "alice", 1)
     message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(10)])
     endpoint = Delivery.objects.first().endpoint_id
@@ -97,7 +96,7 @@ def _explain(now):
         cursor.execute("SET enable_seqscan = off")  # a 100-row table would be read whole anyway
         cursor.execute(f"""EXPLAIN SELECT owner_id, COALESCE(tenant_id, 0) FROM {table}
                            WHERE status = 'pending' AND (owner_id, COALESCE(tenant_id, 0)) > (0, 0)
-                           ORDER BY owner_id, COALESCE(tenant_id, 0) LIMIT 1""")
+                           ORDER BY owner_id, COALESCE(tenant_id, 0), next_attempt_at LIMIT 1""")
         rows = cursor.fetchall()
         cursor.execute("SET enable_seqscan = on")
     return rows
@@ -107,7 +106,7 @@ def test_the_lease_and_the_write_back_find_their_rows_by_key_whatever_the_statis
     """Among many finished rows the statistics see almost no pending or in-flight ones; the planner then read the
     partial index of every due (or in-flight) row to find the few a statement was after: a cost that grew with the
     backlog. The lease and the write-back must probe the primary key, the look for shares with due rows the share
-    index."""
+    index, and the lease the places where the claim's read found its rows."""
     alice, topic = owner_with(django_user_model, "alice", 1)
     subscription = topic.subscriptions.get()
     with connection.cursor() as cursor:
@@ -140,7 +139,12 @@ def test_the_lease_and_the_write_back_find_their_rows_by_key_whatever_the_statis
             cursor.execute("EXPLAIN " + sql, params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "delivery_pending_due" not in plan and "delivery_lease" not in plan, plan
-        by_key = "delivery_pending_share_due" if sql.lstrip().startswith("WITH") else "herald_delivery_delivery_pkey"
+        if sql.lstrip().startswith("WITH"):
+            by_key = "delivery_pending_share_due"
+        elif "ctid = ANY" in sql:  # the lease goes where the claim's read found its rows
+            by_key = "Tid Scan"
+        else:
+            by_key = "herald_delivery_delivery_pkey"
         assert by_key in plan, plan
 
 
@@ -167,3 +171,89 @@ def test_a_claim_cut_off_after_its_lease_leaves_its_rows_pending(django_user_mod
     monkeypatch.undo()
     claimed, _ = leases.claim_due(timezone.now(), 10, per_endpoint=10)
     assert len(claimed) == 3 and {d.status for d in claimed} == {"in_flight"}
+
+
+def endpoints_of(user, *names: str) -> dict:
+    """A topic per name, each with its own endpoint; {name: (topic, endpoint id)}."""
+    made = {}
+    for name in names:
+        topic, _ = topic_create(owner=user, name=name)
+        subscription, _ = subscription_create(topic=topic, endpoint=f"http://127.0.0.1:9/{user.username}/{name}")
+        made[name] = (topic, subscription.endpoint_id)
+    return made
+
+
+def test_an_endpoint_without_room_is_passed_over_not_read(django_user_model, redis_conn):
+    """One owner, two endpoints: the first's 300 due rows are older than the second's one, and the first has no
+    room. The claim takes the second's row, and its queries do not read the first's backlog to get there (they
+    read it all, filtered, before)."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "busy", "quiet")
+    message_publish_batch(topic=made["busy"][0], entries=[Entry(payload=n) for n in range(300)])
+    message_publish_batch(topic=made["quiet"][0], entries=[Entry(payload="q")])
+    busy, quiet = made["busy"][1], made["quiet"][1]
+    now = timezone.now() + timedelta(seconds=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE herald_delivery_delivery")
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        rows, more = leases.due_in_turn(now, 8, 4, Counter({busy: 4}))
+    assert {row[1] for row in rows} == {quiet}
+    read = 0
+    for sql, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            read += _rows_read(cursor.fetchone()[0][0]["Plan"])
+    assert read < 20, read  # a few probes, not 300 rows
+
+    claimed, _ = leases.claim_due(now, 8, per_endpoint=4, in_flight=Counter({busy: 4}))
+    assert [d.endpoint_id for d in claimed] == [quiet]
+
+
+def _rows_read(node: dict) -> int:
+    """Rows the scans of `node` and below produced or filtered out, over all their loops."""
+    own = 0
+    if "Scan" in node["Node Type"] and node["Node Type"] not in ("CTE Scan", "WorkTable Scan", "Function Scan"):
+        own = (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get("Actual Loops", 1)
+    return own + sum(_rows_read(child) for child in node.get("Plans", []))
+
+
+def test_a_claim_reads_what_its_endpoints_have_room_for(django_user_model, redis_conn):
+    """An endpoint with room for 6 more: a claim of 64 slots reads 6 of its 100 due rows (it read 256 to take
+    them), oldest first."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "one")
+    message_publish_batch(topic=made["one"][0], entries=[Entry(payload=n) for n in range(100)])
+    endpoint = made["one"][1]
+    now = timezone.now() + timedelta(seconds=1)
+    rows, more = leases.due_in_turn(now, 64, 10, Counter({endpoint: 4}))
+    oldest = list(Delivery.objects.order_by("next_attempt_at", "id").values_list("id", flat=True)[:6])
+    assert [row[0] for row in rows] == oldest and more
+
+
+def test_an_owners_endpoints_take_turns_and_one_alone_gets_every_slot(django_user_model, redis_conn):
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, *[f"e{n}" for n in range(6)])
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(10)])
+    now = timezone.now() + timedelta(seconds=1)
+    served = []
+    for _ in range(2):  # 3 slots a claim: each endpoint's turn comes
+        claimed, more = leases.claim_due(now, 3, per_endpoint=32)
+        assert len({d.endpoint_id for d in claimed}) == 3 and more
+        served += [d.endpoint_id for d in claimed]
+    assert set(served) == {endpoint for _, endpoint in made.values()}
+
+    bob = django_user_model.objects.create_user("bob")
+    bobs = endpoints_of(bob, "little", "much")
+    message_publish_batch(topic=bobs["little"][0], entries=[Entry(payload="one")])
+    message_publish_batch(topic=bobs["much"][0], entries=[Entry(payload=n) for n in range(50)])
+    Delivery.objects.filter(owner=alice).delete()
+    claimed, more = leases.claim_due(now + timedelta(seconds=1), 20, per_endpoint=32)
+    # Split evenly first (10 each), what the first endpoint could not use goes to the one that had more.
+    assert Counter(d.endpoint_id for d in claimed) == {bobs["little"][1]: 1, bobs["much"][1]: 19} and more
