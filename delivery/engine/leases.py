@@ -196,76 +196,73 @@ LAST_ENDPOINT = 2**63 - 1
 
 def endpoints_with_due_work(now, quotas: dict[tuple[int, int], int], full: list[int]) -> tuple[list[tuple], bool]:
     """For each share, up to its quota of (owner, tenant, endpoint) with due rows, endpoints without room left
-    out, in turn after the last endpoint this process looked at in that share (wrapping round); each as (owner,
+    out, in turn after where this process's last look at that share stopped (wrapping round); each as (owner,
     tenant, endpoint, next_attempt_at, id) of its oldest due row. A skip scan of the (owner, tenant, endpoint,
     next_attempt_at, id) index of pending rows: one probe per endpoint with pending rows, never a read of an
-    endpoint's backlog. Also whether a share may have more endpoints with due work than were taken."""
+    endpoint's backlog, and at most ENDPOINTS_SCANNED_PER_WANTED probes per endpoint wanted (endpoints whose rows
+    are all due later cost a probe each; the next look goes on from where this one stopped, so every endpoint's
+    turn comes). Also whether a share may have more endpoints with due work than were taken."""
     if len(_after_endpoint) > 100_000:  # a fairness cursor, not state: forgetting it costs one turn's order
         _after_endpoint.clear()
     found: list[tuple] = []
     wanted = dict(quotas)
     more = False
-    # First from each share's cursor to its last endpoint, then (for shares that found too few) from its first
-    # endpoint up to the cursor: two disjoint ranges, so nothing is found twice.
-    passes = [{share: (_after_endpoint.get(share, 0), LAST_ENDPOINT) for share in quotas}]
-    for number in range(2):
-        ranges = passes[number]
+    # First from each share's cursor to its last endpoint, then (for shares whose range ran out before they found
+    # enough) from its first endpoint up to the cursor: two disjoint ranges, so nothing is found twice.
+    ranges = {share: (_after_endpoint.pop(share, 0), LAST_ENDPOINT) for share in quotas}
+    for _ in range(2):
         if not ranges:
             break
         shares = list(ranges)
-        rows = _endpoint_walk(now, shares, [ranges[s] for s in shares], [wanted[s] for s in shares], full)
-        per_share = Counter(row[:2] for row in rows)
+        rows, stopped = _endpoint_walk(now, shares, [ranges[s] for s in shares], [wanted[s] for s in shares], full)
         found += rows
         for share in shares:
-            wanted[share] -= per_share[share]
-            more = more or wanted[share] == 0
-        if number == 0:
-            passes.append({share: (0, lower) for share, (lower, _) in ranges.items() if wanted[share] > 0 and lower})
-    # A share that gave all its quota may have more endpoints: its next look starts after the last one taken. One
-    # that gave less was seen whole: its next look starts at its first endpoint (one pass, not two).
-    last: dict[tuple[int, int], int] = {}
-    for owner, tenant, endpoint, *_ in found:
-        last[(owner, tenant)] = endpoint
-    for share in quotas:
-        if wanted[share] == 0:
-            _after_endpoint[share] = last[share]
-        else:
-            _after_endpoint.pop(share, None)
+            wanted[share] -= sum(1 for row in rows if row[:2] == share)
+        for share, endpoint in stopped.items():  # it found enough, or probed as many as it may: go on from there
+            _after_endpoint[share] = endpoint
+            more = True
+        ranges = {share: (0, lower) for share, (lower, _) in ranges.items()
+                  if share not in stopped and wanted[share] > 0 and lower}
     return found, more
 
 
 def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, int]], wanted: list[int],
-                   full: list[int]) -> list[tuple]:
-    """(owner, tenant, endpoint, next_attempt_at, id) of each share's endpoints in `ranges` with due rows, up to
-    `wanted` of them: each step finds the next endpoint's oldest pending row, which says whether it is due and is
-    where the read of its rows starts (past the index entries of rows just claimed, read once)."""
+                   full: list[int]) -> tuple[list[tuple], dict[tuple[int, int], int]]:
+    """(owner, tenant, endpoint, next_attempt_at, id) of each share's endpoints in `ranges` with due rows and room,
+    up to `wanted` of them: each step finds the next endpoint's oldest pending row, which says whether it is due
+    and is where the read of its rows starts (past the index entries of rows just claimed, read once). Also, for
+    the shares whose walk stopped before the end of its range (enough found, or as many probed as it may), the
+    endpoint it stopped at."""
     table = Delivery._meta.db_table
     key = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id"
     step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
                WHERE d.status = %(pending)s AND ({key}) > (s.owner_id, s.tenant, {{after}})
                  AND ({key}) <= (s.owner_id, s.tenant, s.upto)
                ORDER BY {key}, d.next_attempt_at, d.id LIMIT 1"""
+    usable = "(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])))::int"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id
+            f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id, e.usable,
+                       e.usable_so_far = s.wanted OR e.depth = s.wanted * %(scan)s
                 FROM unnest(%(owners)s::bigint[], %(tenants)s::bigint[], %(lower)s::bigint[], %(upto)s::bigint[],
                             %(wanted)s::int[]) WITH ORDINALITY AS s(owner_id, tenant, lower, upto, wanted, n)
                 CROSS JOIN LATERAL (
-                    WITH RECURSIVE walk(endpoint_id, next_attempt_at, id, depth) AS (
-                        (SELECT w.*, 1 FROM ({step.format(after="s.lower")}) w)
+                    WITH RECURSIVE walk(endpoint_id, next_attempt_at, id, depth, usable, usable_so_far) AS (
+                        (SELECT w.*, 1, {usable}, {usable} FROM ({step.format(after="s.lower")}) w)
                       UNION ALL
-                        SELECT n.*, p.depth + 1 FROM walk p
-                        CROSS JOIN LATERAL ({step.format(after="p.endpoint_id")}) n
-                        WHERE p.depth < s.wanted * %(scan)s
+                        SELECT w.*, p.depth + 1, {usable}, p.usable_so_far + {usable} FROM walk p
+                        CROSS JOIN LATERAL ({step.format(after="p.endpoint_id")}) w
+                        WHERE p.usable_so_far < s.wanted AND p.depth < s.wanted * %(scan)s
                     )
-                    SELECT * FROM walk w
-                    WHERE w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[]))
-                    LIMIT s.wanted) e
+                    SELECT * FROM walk
+                    WHERE usable = 1 OR usable_so_far = s.wanted OR depth = s.wanted * %(scan)s) e
                 ORDER BY s.n, e.depth""",
             {"owners": [o for o, _ in shares], "tenants": [t for _, t in shares], "lower": [r[0] for r in ranges],
              "upto": [r[1] for r in ranges], "wanted": wanted, "scan": ENDPOINTS_SCANNED_PER_WANTED, "full": full,
              "now": now, "pending": DeliveryStatus.PENDING})
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+    stopped = {(owner, tenant): endpoint for owner, tenant, endpoint, *_, last in rows if last}
+    return [row[:5] for row in rows if row[5]], stopped
 
 
 def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int, int, int], tuple]) -> list[tuple]:

@@ -257,3 +257,22 @@ def test_an_owners_endpoints_take_turns_and_one_alone_gets_every_slot(django_use
     claimed, more = leases.claim_due(now + timedelta(seconds=1), 20, per_endpoint=32)
     # Split evenly first (10 each), what the first endpoint could not use goes to the one that had more.
     assert Counter(d.endpoint_id for d in claimed) == {bobs["little"][1]: 1, bobs["much"][1]: 19} and more
+
+
+def test_endpoints_due_later_delay_but_never_hide_one_due_now(django_user_model, redis_conn, monkeypatch):
+    """A claim probes a bounded number of endpoints; six whose rows are all due in an hour stand before the one
+    due now. Each claim goes on from where the last one stopped, so the due one is reached (starting again from
+    the first endpoint every time, it never was)."""
+    monkeypatch.setattr(leases, "ENDPOINTS_SCANNED_PER_WANTED", 2)
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, *[f"later{n}" for n in range(6)], "now")
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=1)])
+    now = timezone.now() + timedelta(seconds=1)
+    Delivery.objects.exclude(endpoint_id=made["now"][1]).update(next_attempt_at=now + timedelta(hours=1))
+    claimed = []
+    for _ in range(4):  # two endpoints probed per claim of one slot: the fourth claim reaches it
+        taken, more = leases.claim_due(now, 1, per_endpoint=32)
+        claimed += taken
+        assert more or claimed
+    assert [d.endpoint_id for d in claimed] == [made["now"][1]]
