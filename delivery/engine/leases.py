@@ -92,9 +92,13 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple
     # Each endpoint's read starts at its oldest pending row, found by the walk: (next_attempt_at, id - 1) is just
     # before it in the index.
     after = {(owner, tenant, endpoint): (due_at, first - 1) for owner, tenant, endpoint, due_at, first in found}
+    # Each endpoint's part: its share's part divided among the share's endpoints, or an even part of the whole
+    # claim if that is more (so that slots a quiet share leaves unused are read at once, not by a second query),
+    # within its room. In turn then takes the owners alternately whatever each read.
     per_share = Counter(key[:2] for key in after)
     room = {key: per_endpoint - in_flight[key[2]] for key in after}
-    wanted = {key: max(1, min(-(-quotas[key[:2]] // per_share[key[:2]]), int(room[key]))) for key in after}
+    even = -(-count // max(1, len(after)))
+    wanted = {key: max(1, min(max(-(-quotas[key[:2]] // per_share[key[:2]]), even), int(room[key]))) for key in after}
     rows: list[tuple] = []
     for top_up in range(TOP_UPS + 1):
         read = due_rows(now, wanted, after)
