@@ -243,7 +243,9 @@ def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, i
                WHERE d.status = %(pending)s AND ({key}) > (s.owner_id, s.tenant, {{after}})
                  AND ({key}) <= (s.owner_id, s.tenant, s.upto)
                ORDER BY {key}, d.next_attempt_at, d.id LIMIT 1"""
-    usable = "(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])))::int"
+    # A pending row with no due time (a paused subscription's, held) is not usable, and must not make the count
+    # NULL: that ended the walk at such an endpoint, and the endpoints after it were never looked at.
+    usable = "COALESCE(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])), false)::int"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id, e.usable,

@@ -276,3 +276,16 @@ def test_endpoints_due_later_delay_but_never_hide_one_due_now(django_user_model,
         claimed += taken
         assert more or claimed
     assert [d.endpoint_id for d in claimed] == [made["now"][1]]
+
+
+def test_a_held_row_with_no_due_time_does_not_end_the_look_at_endpoints(django_user_model, redis_conn):
+    """A paused subscription's rows stay pending with no due time. The endpoint holding one comes first in the
+    walk; the endpoint after it, with a row due now, must still be found (the missing due time made the walk's
+    count NULL, and the walk stopped there)."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "held", "due")
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=1)])
+    Delivery.objects.filter(endpoint_id=made["held"][1]).update(next_attempt_at=None)
+    claimed, _ = leases.claim_due(timezone.now() + timedelta(seconds=1), 8, per_endpoint=32)
+    assert [d.endpoint_id for d in claimed] == [made["due"][1]]
