@@ -25,7 +25,7 @@ def main() -> None:
     from django.db import connection  # noqa: PLC0415
     from django.utils import timezone  # noqa: PLC0415
 
-    from delivery.engine import leases  # noqa: PLC0415
+    from delivery.engine import due_work  # noqa: PLC0415
 
     try:
         with connection.cursor() as c:
@@ -65,20 +65,20 @@ def main() -> None:
         now = timezone.now()
         full = Counter({1: 32})  # the flood's endpoint has no room left: its backlog must not be read to skip it
         for name, function in (
-                ("shares with due work", lambda: leases.shares_with_due_work(now)),
-                ("the claim's read (64 slots)", lambda: leases.due_in_turn(now, 64, 32, Counter())),
-                ("the claim's read, the flood's endpoint without room", lambda: leases.due_in_turn(now, 64, 32, full))):
+                ("shares with due work", lambda: due_work.shares_with_due_work(now)),
+                ("the claim's read (64 slots)", lambda: due_work.due_in_turn(now, 64, 32, Counter())),
+                ("the claim's read, the flood's endpoint full", lambda: due_work.due_in_turn(now, 64, 32, full))):
             timings = []
             for _ in range(5):
                 started = time.perf_counter()
                 function()
                 timings.append((time.perf_counter() - started) * 1000)
             print(f"{name}: median {sorted(timings)[2]:.2f} ms over 5 runs")
-        shares = leases.shares_with_due_work(now)
-        rows, _ = leases.due_in_turn(now, 64, 32, Counter())
+        shares = due_work.shares_with_due_work(now)
+        rows, _ = due_work.due_in_turn(now, 64, 32, Counter())
         print(f"(owner, tenant) shares with due work: {shares}; the quiet owner's delivery is row "
               f"{[r[1] for r in rows].index(2) + 1} of {len(rows)} read")
-        rows, _ = leases.due_in_turn(now, 64, 32, full)
+        rows, _ = due_work.due_in_turn(now, 64, 32, full)
         print(f"with the flood's endpoint full: {len(rows)} rows read, the quiet owner's among them: "
               f"{any(r[1] == 2 for r in rows)}")
         statements = []
@@ -88,7 +88,7 @@ def main() -> None:
             return execute(sql, params, many, context)
 
         with connection.execute_wrapper(capture):
-            leases.due_in_turn(now, 64, 32, Counter())
+            due_work.due_in_turn(now, 64, 32, Counter())
         with connection.cursor() as c:
             for sql, params in statements:
                 c.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)

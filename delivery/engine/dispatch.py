@@ -15,11 +15,11 @@ import random
 import time
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 
-from delivery.engine import clock, confirmation, journal, leases, lifecycle, recording, transitions
+from delivery.engine import clock, confirmation, due_work, journal, lifecycle, recording, transitions
 from delivery.engine.effective import subscription_policy, subscription_policy_or_default
 from delivery.engine.fanout import requeue_lost_fan_outs
 from delivery.engine.health import release_stranded, schedule_probes
@@ -46,10 +46,7 @@ def dispatch_due(now=None) -> int:
     `deliveries`): pumps take due rows from the database themselves, so nothing is queued before its time and a
     lost pump costs nothing. Returns how many are due (at most DUE_SAMPLE counted)."""
     now = now or clock.now()
-    if connection.vendor == "postgresql":
-        due = leases.due_sample(now, DUE_SAMPLE)
-    else:
-        due = list(lifecycle.due(now).order_by("next_attempt_at").values_list("attempt_count", flat=True)[:DUE_SAMPLE])
+    due = due_work.due_sample(now, DUE_SAMPLE)
     if due:
         want_pump(RETRIES if any(due) else DELIVERIES)
     elif confirmation.due(now).exists():  # a handshake asked for (or whose sender stopped) and no pump took it

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from delivery.engine import leases
+from delivery.engine import due_work, leases
 from delivery.engine.publishing import Entry, message_publish_batch
 from delivery.engine.subscribing import subscription_create, topic_create
 from delivery.models import Delivery
@@ -68,7 +68,7 @@ def test_an_owner_alone_gets_every_free_slot_oldest_first(django_user_model, red
 
 def test_every_owner_gets_its_turn_when_there_are_more_owners_than_slots(django_user_model, redis_conn,
                                                                          monkeypatch):
-    monkeypatch.setattr(leases, "SHARES_PER_CLAIM", 3)
+    monkeypatch.setattr(due_work, "SHARES_PER_CLAIM", 3)
     owners = [owner_with(django_user_model, f"o{n}", 1) for n in range(7)]
     for _, topic in owners:
         message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(3)])
@@ -85,7 +85,7 @@ def test_the_owners_are_found_by_index_probes_not_by_reading_the_rows(django_use
     message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(100)])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE herald_delivery_delivery")
-    leases.shares_with_due_work(timezone.now())  # warm
+    due_work.shares_with_due_work(timezone.now())  # warm
     plan = "\n".join(row[0] for row in _explain(timezone.now()))
     assert "delivery_pending_share_due" in plan, plan
 
@@ -202,7 +202,7 @@ def test_an_endpoint_without_room_is_passed_over_not_read(django_user_model, red
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        rows, more = leases.due_in_turn(now, 8, 4, Counter({busy: 4}))
+        rows, more = due_work.due_in_turn(now, 8, 4, Counter({busy: 4}))
     assert {row[1] for row in rows} == {quiet}
     read = 0
     for sql, params in statements:
@@ -231,7 +231,7 @@ def test_a_claim_reads_what_its_endpoints_have_room_for(django_user_model, redis
     message_publish_batch(topic=made["one"][0], entries=[Entry(payload=n) for n in range(100)])
     endpoint = made["one"][1]
     now = timezone.now() + timedelta(seconds=1)
-    rows, more = leases.due_in_turn(now, 64, 10, Counter({endpoint: 4}))
+    rows, more = due_work.due_in_turn(now, 64, 10, Counter({endpoint: 4}))
     oldest = list(Delivery.objects.order_by("next_attempt_at", "id").values_list("id", flat=True)[:6])
     assert [row[0] for row in rows] == oldest and more
 
@@ -263,7 +263,7 @@ def test_endpoints_due_later_delay_but_never_hide_one_due_now(django_user_model,
     """A claim probes a bounded number of endpoints; six whose rows are all due in an hour stand before the one
     due now. Each claim goes on from where the last one stopped, so the due one is reached (starting again from
     the first endpoint every time, it never was)."""
-    monkeypatch.setattr(leases, "ENDPOINTS_SCANNED_PER_WANTED", 2)
+    monkeypatch.setattr(due_work, "ENDPOINTS_SCANNED_PER_WANTED", 2)
     alice = django_user_model.objects.create_user("alice")
     made = endpoints_of(alice, *[f"later{n}" for n in range(6)], "now")
     for topic, _ in made.values():
