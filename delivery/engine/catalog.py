@@ -2,38 +2,30 @@
 deprecated), what tenants may choose from, and, where the owner asks for it per type, the check of a payload
 against its schema when it is published (a 400 naming the path).
 
-A schema is checked when it is stored (a valid 2020-12 schema of at most MAX_SCHEMA_BYTES) and compiled once per
-process per schema text. References are resolved inside the schema only: nothing is fetched from the network.
+A schema is checked when it is stored and compiled once per process per schema text, by `rules.json_schema`:
+references resolve inside the schema only (nothing is ever fetched), regular expressions run on RE2, and a
+schema whose evaluation could not end or fans out without bound is refused. A payload's check spends at most
+HERALD_SCHEMA_CHECK_BUDGET units; one that needs more is refused with a 400 saying so.
 """
 
 import json
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
+from delivery.conf import herald
 from delivery.engine.errors import ApplicationError
+from delivery.rules import json_schema
 from subscriptions.models import EventType
 
-MAX_SCHEMA_BYTES = 64 * 1024
 MAX_EVENT_TYPES_PER_OWNER = 1000
-_compiled: dict[str, Draft202012Validator] = {}
+_compiled: dict[str, object] = {}
 COMPILED_MAX = 1000
 
 
 def schema_problem(schema) -> str | None:
     """Why `schema` cannot be stored, or None."""
-    if schema is None:
+    refused = json_schema.problem(schema)
+    if refused is None:
         return None
-    if not isinstance(schema, (dict, bool)):
-        return "must be a JSON Schema: an object (or true/false)"
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        return f"must be at most {MAX_SCHEMA_BYTES} bytes as JSON"
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path)
-        return f"is not a valid JSON Schema (2020-12){' at ' + where if where else ''}: {exc.message[:300]}"
-    return None
+    return f"{refused.reason}{f' (at {refused.where})' if refused.where else ''}"
 
 
 def entry_problems(schema, example, validate_payloads: bool) -> dict[str, str]:
@@ -51,38 +43,55 @@ def entry_problems(schema, example, validate_payloads: bool) -> dict[str, str]:
     return found
 
 
-def validator(schema) -> Draft202012Validator:
+def validator(schema):
+    """The compiled schema, or the SchemaRefused that a schema stored before today's rules earns (checked once)."""
     text = json.dumps(schema, sort_keys=True)
     found = _compiled.get(text)
     if found is None:
         if len(_compiled) >= COMPILED_MAX:
             _compiled.clear()
-        found = _compiled[text] = Draft202012Validator(schema)
+        found = _compiled[text] = json_schema.problem(schema) or json_schema.compile_schema(schema)
     return found
 
 
 def payload_problem(schema, payload) -> str | None:
     """The first place where `payload` breaks `schema`, as `payload.items[0].sku: 'x' is not of type 'integer'`."""
-    error = next(iter(sorted(validator(schema).iter_errors(payload), key=lambda e: list(e.absolute_path))), None)
+    found = _check(schema, payload)
+    return None if found is None else found[1] if found[0] else f"payload: {found[1]}"
+
+
+def _check(schema, payload) -> tuple[bool, str] | None:
+    """None if `payload` matches `schema`; else (whether it was checked and does not match, why)."""
+    compiled = validator(schema)
+    if isinstance(compiled, json_schema.SchemaRefused):
+        return False, f"cannot be checked: its schema is no longer accepted ({compiled.reason}); store it anew"
+    budget = int(herald.SCHEMA_CHECK_BUDGET)
+    try:
+        error = json_schema.first_error(compiled, payload, budget=budget)
+    except json_schema.TooCostly:
+        return False, (f"is too large or too complex to check against its schema: it needs more than {budget} "
+                       f"units of evaluation (HERALD_SCHEMA_CHECK_BUDGET)")
     if error is None:
         return None
     path = "payload" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
-    return f"{path}: {error.message[:300]}"
+    return True, f"{path}: {error.message[:300]}"
 
 
 def refusals(owner_id: int, entries) -> dict[int, ApplicationError]:
     """{index: 400} for the entries whose event type the owner validates and whose payload does not match its
-    schema. One query for the batch, and only when the owner validates some type."""
+    schema (or could not be checked within its budget). One query for the batch, and only when the owner validates
+    some type."""
     types = {entry.event_type for entry in entries}
     schemas = dict(EventType.objects.filter(owner_id=owner_id, name__in=types, validate_payloads=True)
                    .exclude(schema=None).values_list("name", "schema"))
     refused = {}
     for n, entry in enumerate(entries):
         if entry.event_type in schemas:
-            problem = payload_problem(schemas[entry.event_type], entry.payload)
-            if problem:
-                refused[n] = ApplicationError(f"does not match the schema of {entry.event_type!r}: {problem}",
-                                              field="payload")
+            found = _check(schemas[entry.event_type], entry.payload)
+            if found is not None:
+                checked, why = found
+                refused[n] = ApplicationError(f"does not match the schema of {entry.event_type!r}: {why}" if checked
+                                              else f"a payload of {entry.event_type!r} {why}", field="payload")
     return refused
 
 

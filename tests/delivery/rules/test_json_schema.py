@@ -1,0 +1,127 @@
+"""rules/json_schema: what a catalog schema may cost, decided when it is stored and bounded when a payload is
+checked. Pure: no database, no network."""
+
+import pytest
+
+from delivery.rules import json_schema
+from delivery.rules.json_schema import TooCostly, compile_schema, first_error, problem
+
+
+def refused(schema) -> str:
+    found = problem(schema)
+    assert found is not None, schema
+    return f"{found.where}: {found.reason}"
+
+
+@pytest.mark.parametrize("reference", [
+    "http://169.254.169.254/latest/meta-data.json", "https://10.0.0.1/x.json", "file:///etc/passwd",
+    "https://json-schema.org/draft/2020-12/schema", "other.json", "#/$defs/missing", "#nowhere",
+])
+def test_a_reference_outside_the_schema_is_refused_and_never_fetched(reference):
+    assert "does not resolve inside the schema (references are never fetched)" in refused({"$ref": reference})
+
+
+def test_references_inside_the_schema_resolve():
+    schema = {"$id": "https://shop.example/order", "$defs": {
+        "money": {"type": "number"}, "sku": {"$id": "sku.json", "type": "string"}, "named": {"$anchor": "name"}},
+        "properties": {"amount": {"$ref": "#/$defs/money"}, "sku": {"$ref": "sku.json"}, "n": {"$ref": "#name"}}}
+    assert problem(schema) is None
+    error = first_error(compile_schema(schema), {"amount": "x"})
+    assert list(error.absolute_path) == ["amount"] and "is not of type 'number'" in error.message
+
+
+@pytest.mark.parametrize("schema", [
+    {"$ref": "#"},
+    {"allOf": [{"$ref": "#"}]},
+    {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]}, "b": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"},
+    {"properties": {"x": {"$ref": "#/properties/x"}}},
+])
+def test_a_reference_cycle_that_never_descends_is_refused(schema):
+    assert "a reference cycle never descends into the payload" in refused(schema)
+
+
+def test_a_recursion_through_the_payload_is_allowed_and_ends_with_it():
+    tree = {"$defs": {"node": {"type": "object", "properties": {
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}
+    assert problem(tree) is None
+    deep = {"children": [{"children": [{"children": "leaf"}]}]}
+    assert list(first_error(compile_schema(tree), deep).absolute_path) == ["children", 0, "children", 0, "children"]
+
+
+def test_a_fan_out_that_doubles_at_each_level_is_refused():
+    levels = {f"l{n}": {"allOf": [{"$ref": f"#/$defs/l{n + 1}"}, {"$ref": f"#/$defs/l{n + 1}"}]} for n in range(20)}
+    schema = {"$defs": {**levels, "l20": {"type": "string"}}, "$ref": "#/$defs/l0"}
+    assert f"fans out to more than {json_schema.MAX_FAN_OUT} subschemas" in refused(schema)
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"(?=a)b", r"(?<!x)y"])
+def test_a_regex_without_a_linear_time_match_is_refused(pattern):
+    assert "catalog schemas use RE2" in refused({"pattern": pattern})
+    assert "catalog schemas use RE2" in refused({"patternProperties": {pattern: {}}})
+
+
+def test_a_backtracking_regex_runs_in_linear_time():
+    compiled = compile_schema({"properties": {"s": {"pattern": "^(a+)+$"}},
+                               "propertyNames": {"pattern": "^(a+)+$|^s$"}})
+    assert first_error(compiled, {"s": "a" * 50_000 + "!"}).validator == "pattern"
+    assert first_error(compiled, {"a" * 40 + "!": 1}).validator == "pattern"
+    assert first_error(compiled, {"s": "a" * 50_000}) is None
+
+
+def test_additional_properties_judge_names_by_re2():
+    compiled = compile_schema({"patternProperties": {"^(a+)+$": {}}, "additionalProperties": False})
+    assert first_error(compiled, {"aaaa": 1}) is None
+    assert "'a…!' unexpected" not in first_error(compiled, {"a" * 40 + "!": 1}).message
+    assert first_error(compiled, {"a" * 40 + "!": 1}).validator == "additionalProperties"
+
+
+def test_unevaluated_properties_beside_pattern_properties_is_refused():
+    assert "unevaluatedProperties cannot be combined with patternProperties" in refused(
+        {"patternProperties": {"^x": {}}, "unevaluatedProperties": False})
+
+
+def test_enum_and_unique_items_compare_as_json_does():
+    enum = compile_schema({"enum": [1, "1", [1, {"a": None}], {"b": [True]}]})
+    assert [first_error(enum, value) is None for value in (1.0, "1", [1, {"a": None}], {"b": [True]}, True,
+                                                           [1, {"a": 0}], {"b": [1]})] == [
+        True, True, True, True, False, False, False]
+    unique = compile_schema({"uniqueItems": True})
+    repeated = first_error(unique, [{"a": 1}, {"a": 1.0}])
+    assert repeated.message == "has non-unique elements (item 1 repeats an earlier one)"
+    assert first_error(unique, [1, True, "1", [1], {"1": 1}]) is None
+
+
+def test_large_enums_and_unique_items_are_linear():
+    schema = {"type": "array", "items": {"enum": list(range(9000))}, "uniqueItems": True}
+    assert first_error(compile_schema(schema), list(range(9000)), budget=10**6) is None
+
+
+def test_a_payload_past_its_budget_is_too_costly():
+    compiled = compile_schema({"type": "array", "items": {"type": "integer"}})
+    # a keyword spends 1 and the length of what it is given: type 101, items 101, each item's type 1
+    assert first_error(compiled, list(range(100)), budget=302) is None
+    with pytest.raises(TooCostly):
+        first_error(compiled, list(range(100)), budget=301)
+
+
+def test_errors_describing_a_large_value_spend_its_size():
+    compiled = compile_schema({"allOf": [{"type": "string"}] * 50})
+    with pytest.raises(TooCostly):  # fifty errors, each writing the whole list
+        first_error(compiled, list(range(1000)), budget=20_000)
+
+
+@pytest.mark.parametrize("schema, reason", [
+    ({"$dynamicRef": "#meta"}, "$dynamicRef is not supported"),
+    ({"type": "nonsense"}, "is not a valid JSON Schema (2020-12)"),
+    ([1], "must be a JSON Schema"),
+    ({"description": "x" * json_schema.MAX_SCHEMA_BYTES}, "must be at most"),
+])
+def test_other_refusals(schema, reason):
+    assert reason in refused(schema)
+
+
+def test_nesting_is_bounded():
+    schema: dict = {"type": "string"}
+    for _ in range(json_schema.MAX_DEPTH * 2 + 1):
+        schema = {"items": {"allOf": [schema]}}
+    assert "nested too deeply" in refused(schema)
