@@ -10,6 +10,8 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self) -> None:
+        # No credential reaches a log line of this process, whoever logs it (delivery/redaction.py).
+        import_module("delivery.redaction").install()
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
         import_module("delivery.engine.operational").connect()

@@ -4,6 +4,8 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from delivery.redaction import redact
+
 
 class JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -12,4 +14,4 @@ class JSONFormatter(logging.Formatter):
         entry.update(getattr(record, "herald", None) or {})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        return redact(json.dumps(entry, default=str))

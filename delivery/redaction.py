@@ -1,0 +1,90 @@
+"""Credentials never reach a log line, whoever writes it (docs/security.md, "Secrets in logs").
+
+Herald's app installs `RedactingRecord` as the process's log record factory when Django starts it (web, workers,
+scheduler, a host project's processes alike), so every record, from Herald, Django's request logger ("Not Found:
+/portal/<token>/…"), gunicorn, RQ or the host's own code, renders its message, its traceback and its stack with the
+credentials Herald issues or forwards replaced by `[redacted]`:
+
+- portal links: the token in `/portal/<token>/`;
+- tenant API keys (`htk_…`), signing secrets and keys (`whsec_…`, `whsk_…`);
+- `Authorization` values (`Bearer …`, `Token …`, `Basic …`);
+- confirmation tokens (64 hex digits, wherever they stand; SHA-256 digests look the same and go with them) and
+  other `token=` / `"token": "…"` pairs (query strings, JSON, form bodies), client secrets, passwords.
+
+The record keeps its template and arguments (grouping by message in an error tracker still works); only what it
+renders is redacted. `RedactingFilter` does the same for a handler configured by hand.
+"""
+
+import logging
+import re
+
+REDACTED = "[redacted]"
+_PATTERNS = [
+    (re.compile(r"(/portal/)[^/\s?#\"'<>]+"), rf"\g<1>{REDACTED}"),
+    (re.compile(r"\b(htk_|whsec_|whsk_)[A-Za-z0-9+/=_-]+"), rf"\g<1>{REDACTED}"),
+    (re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=:-]+", re.IGNORECASE), rf"\g<1>\g<2>{REDACTED}"),
+    (re.compile(r"\b(Token)(\s+)[A-Za-z0-9._~+/=:-]{20,}"), rf"\g<1>\g<2>{REDACTED}"),  # DRF's: 40 hex digits
+    (re.compile(r"((?:access_|refresh_|id_|confirmation_)?token|client_secret|secret|password|validationCode|"
+                r"validationResponse)(\"?'?\s*[:=]\s*\"?'?)(?!\[redacted\])[^\s\"'&,;}]+", re.IGNORECASE),
+     rf"\g<1>\g<2>{REDACTED}"),
+    (re.compile(r"\b[0-9a-f]{64}\b"), REDACTED),  # a confirmation token (SHA-256 digests are taken with it)
+]
+
+
+def redact(text: str) -> str:
+    """`text` with every credential Herald knows the shape of replaced by [redacted]."""
+    if not text:
+        return text
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactingRecord(logging.LogRecord):
+    """A record whose message, traceback text and stack are redacted as they are rendered."""
+
+    def getMessage(self) -> str:
+        return redact(super().getMessage())
+
+    @property
+    def exc_text(self):  # Formatter.format caches the formatted traceback here, then prints it
+        return self.__dict__.get("_exc_text")
+
+    @exc_text.setter
+    def exc_text(self, value):
+        self.__dict__["_exc_text"] = redact(value) if isinstance(value, str) else value
+
+    @property
+    def stack_info(self):
+        return self.__dict__.get("_stack_info")
+
+    @stack_info.setter
+    def stack_info(self, value):
+        self.__dict__["_stack_info"] = redact(value) if isinstance(value, str) else value
+
+
+class RedactingFilter(logging.Filter):
+    """For a handler set up outside Django: renders the record's message redacted (and keeps the line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not isinstance(record, RedactingRecord):
+            record.msg, record.args = redact(record.getMessage()), None
+        return True
+
+
+def install() -> None:
+    """Make every record of this process a RedactingRecord (idempotent; keeps a factory another library set)."""
+    current = logging.getLogRecordFactory()
+    if getattr(current, "herald_redacting", False):
+        return
+
+    def factory(*args, **kwargs):
+        record = current(*args, **kwargs)
+        if type(record) is logging.LogRecord:
+            record.__class__ = RedactingRecord
+            record.exc_text, record.stack_info = record.__dict__.pop("exc_text", None), \
+                record.__dict__.pop("stack_info", None)
+        return record
+
+    factory.herald_redacting = True
+    logging.setLogRecordFactory(factory)

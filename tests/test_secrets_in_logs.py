@@ -1,0 +1,73 @@
+"""No credential in any log line, whoever writes it (delivery/redaction.py): a run that issues every kind of secret
+Herald issues or forwards (a tenant key, a portal link, a signing secret, a confirmation token, an OAuth client
+secret and bearer token) through the API, the portal, a real worker and the handshake, with every logger at DEBUG,
+then every line it logged is searched for each of them. A line from a logger Herald has never heard of is searched
+too: the next surface is covered without being told."""
+
+import logging
+
+import pytest
+
+from delivery.engine import confirmation, tenancy
+from subscriptions.models import Subscription, Tenant
+from tests.conftest import publish, settle
+from tests.delivery.engine.test_oauth import CLIENT_SECRET, Authority, subscribe_with_oauth
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def lines(caplog) -> str:
+    """Every record as a handler renders it: message, traceback and stack."""
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    return "\n".join(formatter.format(record) + (record.stack_info or "") for record in caplog.records)
+
+
+def test_no_secret_reaches_a_log_line(api, receiver, client, caplog, settings, redis_conn):
+    caplog.set_level(logging.DEBUG)
+    secrets: dict[str, str] = {}
+
+    tenant = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme"}, format="json").json()
+    secrets["tenant key"] = api.post(f"/api/tenants/{tenant['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
+    link = api.post(f"/api/tenants/{tenant['id']}/portal-link/", {}, format="json").json()
+    portal = link["url"] if "url" in link else link["path"]
+    secrets["portal token"] = portal.rstrip("/").rsplit("/", 1)[-1]
+    assert client.get(portal).status_code == 200
+    assert client.get(portal + "endpoints/999999/").status_code == 404  # Django: "Not Found: /portal/<token>/…"
+    assert client.get(portal + "no-such-page/").status_code == 404
+    assert client.get(tenancy.portal_link(Tenant.objects.get(), read_only=True) + "x/").status_code == 404
+
+    # a signing secret and an OAuth client secret and bearer, through a real in-process worker
+    authority = Authority()
+    receiver.script = authority.reply
+    topic, created = subscribe_with_oauth(api, receiver)
+    secrets["signing secret"] = created["secret"]
+    secrets["client secret"] = CLIENT_SECRET
+    publish(api, topic, {"n": 1})
+    settle()
+    assert authority.issued, "the worker fetched a bearer token"
+    secrets |= {f"bearer {n}": token for n, token in enumerate(authority.issued)}
+
+    # a confirmation token: a handshake sent, then a wrong and a right confirmation
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    pending = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url + "/pending"},
+                       format="json").json()
+    token = confirmation.current_token(Subscription.objects.get(id=pending["id"]))
+    secrets["confirmation token"] = token
+    api.get(f"/api/subscriptions/confirm/?token={token}x")
+    api.get(f"/api/subscriptions/confirm/?token={token}")
+    secrets["api token"] = api._credentials["HTTP_AUTHORIZATION"].split()[-1]
+
+    # a surface nobody told about secrets: its own logger, its own words, an exception carrying one
+    surface = logging.getLogger("somewhere.new")
+    surface.warning("calling back %s with key %s, Authorization: Bearer %s", portal, secrets["tenant key"],
+                    authority.issued[0])
+    try:
+        raise RuntimeError(f"could not use {secrets['signing secret']} for {secrets['confirmation token']}")
+    except RuntimeError:
+        surface.exception("failed", stack_info=True)
+
+    logged = lines(caplog)
+    assert "Not Found: /portal/[redacted]/endpoints/999999/" in logged  # the lines were seen, and redacted
+    assert "Bearer [redacted]" in logged and "RuntimeError: could not use whsec_[redacted]" in logged
+    assert {name: secret for name, secret in secrets.items() if secret in logged} == {}
+    assert len(secrets) >= 7
