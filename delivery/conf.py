@@ -52,6 +52,8 @@ DEFAULTS: dict[str, object] = {
     # Engine tuning (docs/architecture.md).
     "MAX_IN_FLIGHT": 512,
     "MAX_IN_FLIGHT_PER_ENDPOINT": 32,
+    # A send unanswered this long gives its slot back and counts against its endpoint's room only (send shares).
+    "STALLED_SEND_SECONDS": 1.0,
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
     "CA_BUNDLE": "",

@@ -143,7 +143,8 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
-            sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id, start_by=deadline)
+            sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id,
+                          share=(leader.owner_id, leader.tenant_id or 0), start_by=deadline)
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)

@@ -147,7 +147,8 @@ def start(now, limit: int, *, transport, start_by=None) -> dict:
             continue
         token = current_token(subscription)
         future = transport.submit(handshake(subscription, token, now), timeout=HANDSHAKE_TIMEOUT_SECONDS,
-                                  key=subscription.endpoint_id, start_by=start_by)
+                                  key=subscription.endpoint_id, start_by=start_by,
+                                  share=(subscription.topic.owner_id, subscription.tenant_id or 0))
         started[future] = Handshake(subscription.id, token, subscription.confirmation_send_at)
     return started
 

@@ -11,6 +11,7 @@ from django.db import connection
 
 from delivery.engine import lifecycle
 from delivery.models import Delivery
+from delivery.rules import send_shares
 from delivery.rules.vocabulary import DeliveryStatus
 
 SHARES_PER_CLAIM = 256  # (owner, tenant) shares with due work looked at by one claim, in turn after the last one
@@ -18,7 +19,8 @@ _after_share = (0, 0)  # where the next claim's look at shares starts (per proce
 OWN = 0  # the tenant of an owner's own rows, in a share
 
 
-def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple[list[tuple], bool]:
+def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
+                shares: tuple[Counter, int] | None = None) -> tuple[list[tuple], bool]:
     """Up to about `count` due rows (id, endpoint, subscription, batch size[, ctid]), in the order a fair claim takes
     them: owners in turn, each owner's tenants in turn, and their endpoints in turn, each one's rows oldest first.
     Also whether more was due than read. What it reads is what a claim can take: each share's part of `count`,
@@ -31,10 +33,20 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
         return in_turn(rows), len(rows) == count * 4
-    shares = shares_with_due_work(now)
-    if not shares:
+    wanting = shares_with_due_work(now)
+    if not wanting:
         return [], False
-    quotas = share_quotas(shares, count)
+    # Each share within its room of the process's send slots (rules/send_shares.py); one without room waits for
+    # its sends to be answered or to stall, and the claim says more is due.
+    share_room = send_shares.rooms(wanting, *shares) if shares is not None else {}
+    without_room = shares is not None and any(share_room[share] <= 0 for share in wanting)
+    if without_room:
+        wanting = [share for share in wanting if share_room[share] > 0]
+        if not wanting:
+            return [], True
+    quotas = share_quotas(wanting, count)
+    if shares is not None:
+        quotas = {share: min(quota, share_room[share]) for share, quota in quotas.items()}
     found, more = endpoints_with_due_work(now, quotas, full)
     # Each endpoint's read starts at its oldest pending row, found by the walk: (next_attempt_at, id - 1) is just
     # before it in the index.
@@ -46,6 +58,9 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple
     room = {key: per_endpoint - in_flight[key[2]] for key in after}
     even = -(-count // max(1, len(after)))
     wanted = {key: max(1, min(max(-(-quotas[key[:2]] // per_share[key[:2]]), even), int(room[key]))) for key in after}
+    if shares is not None:
+        granted = dict(share_room)
+        wanted = {key: max(1, min(n, -(-share_room[key[:2]] // per_share[key[:2]]))) for key, n in wanted.items()}
     rows: list[tuple] = []
     for top_up in range(TOP_UPS + 1):
         read = due_rows(now, wanted, after)
@@ -56,14 +71,35 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter) -> tuple
             room[(row[4], row[5], row[1])] -= 1
         # An endpoint that gave all that was asked may have more: what is left of `count` goes to those, each within
         # its room.
+        for key, n in by_endpoint.items():
+            if key[:2] in share_room:
+                share_room[key[:2]] -= n
         had_more = [key for key in wanted if by_endpoint[key] == wanted[key]]
-        room_left = [key for key in had_more if room[key] >= 1]
+        room_left = [key for key in had_more if room[key] >= 1 and share_room.get(key[:2], 1) >= 1]
         left = count - len(rows)
         if left <= 0 or not room_left or top_up == TOP_UPS:
             more = more or bool(had_more)
             break
-        wanted = {key: max(1, min(-(-left // len(room_left)), int(room[key]))) for key in room_left}
+        wanted = {key: max(1, min(-(-left // len(room_left)), int(room[key]), share_room.get(key[:2], left)))
+                  for key in room_left}
+    if shares is not None:
+        rows, trimmed = _within_rooms(rows, granted)
+        more = more or trimmed or without_room
     return in_turn([row[:6] + row[7:] for row in rows]), more
+
+
+def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
+    """At most each share's room of `rows` (owner at 4, tenant at 5), its endpoints in turn; and whether any was
+    left out."""
+    by_share: dict = {}
+    for row in rows:
+        by_share.setdefault((row[4], row[5]), {}).setdefault(row[1], []).append(row)
+    kept, trimmed = [], False
+    for share, endpoints in by_share.items():
+        ordered = _round_robin(list(endpoints.values()))
+        kept += ordered[:rooms[share]]
+        trimmed = trimmed or len(ordered) > rooms[share]
+    return kept, trimmed
 
 
 TOP_UPS = 2  # further reads of the endpoints that had more, while a claim has room left

@@ -25,7 +25,8 @@ def claim(delivery_ids: list[int], now) -> list[Delivery]:
     return _claim(list(due), set(due.values()), now)
 
 
-def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None) -> tuple[list[Delivery], bool]:
+def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None,
+              shares: tuple[Counter, int] | None = None) -> tuple[list[Delivery], bool]:
     """Take up to `limit` requests' worth of due rows, shared fairly: across the owners with due work in turn,
     within an owner across its tenants (and its own rows) in turn, and within those across endpoints in turn, each
     one's oldest due first, so a quiet owner's (or tenant's) fresh delivery goes out with the next claim whatever
@@ -34,9 +35,11 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     batching subscription is a 1/max_events_per_batch share of a request, and such a subscription gets up to a
     whole batch of its due rows. Rows another worker is taking are skipped. Returns (claimed, whether more was due
     than taken). Every query reads partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
-    cost follows the batch and the shares and endpoints with due work, not the number of pending rows."""
+    cost follows the batch and the shares and endpoints with due work, not the number of pending rows. `shares`:
+    (sends each (owner, tenant) holds, the process's slots), to keep each share within its room of the slots
+    (rules/send_shares.py)."""
     in_flight = in_flight or Counter()
-    due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight)
+    due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares)
     taken: Counter = Counter()
     ids, batching, used, subscriptions, at = [], {}, 0.0, set(), {}
     for delivery_id, endpoint_id, subscription_id, batch, *where in due:

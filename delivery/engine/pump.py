@@ -55,7 +55,7 @@ def run(queue_name: str, *, transport=None, clock=database_now) -> int:
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
-            free = transport.max_in_flight - transport.pending
+            free = transport.max_in_flight - transport.active  # (stalled sends hold no slot: rules/send_shares)
             if not journal.writable():  # what cannot be journaled would be resent after a crash: send little
                 free = min(free, journal.CAUTIOUS_IN_FLIGHT - transport.pending)
             if claiming and free > 0:
@@ -117,7 +117,8 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     in_flight: Counter = Counter()  # requests per endpoint (a batch's rows share one)
     for sending in futures.values():
         in_flight[sending.delivery.endpoint_id] += sending.weight
-    claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight)
+    claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
+                                     shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:
         started, started_probes = attempts.start(claimed, None, now, transport=transport,
                                                  start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)

@@ -15,7 +15,11 @@ What every send guarantees:
   `ip:port` for HTTPS, with SNI and the certificate check on the name; an absolute `http://ip:port/…` for HTTP, with
   the name in Host), so the proxy never resolves a name and cannot be a way around the guard;
 - a per-endpoint concurrency limit, so one slow endpoint cannot take every slot. A send that cannot start before
-  its `start_by` (its endpoint's slots stayed busy) is not sent at all: its future answers None, not an attempt.
+  its `start_by` (its endpoint's slots stayed busy) is not sent at all: its future answers None, not an attempt;
+- slots counted by share: `active` and `active_by_share()` are the sends holding one of the process's slots, per
+  (owner, tenant) (rules/send_shares.py divides the slots among the shares). A send unanswered after
+  HERALD_STALLED_SEND_SECONDS gives its slot back and counts against its endpoint's room only, so endpoints that
+  accept connections and never answer hold none of the slots everyone shares.
 """
 
 import asyncio
@@ -23,6 +27,7 @@ import concurrent.futures
 import dataclasses
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -101,13 +106,25 @@ def pre_checked(url: str) -> None:
             raise BlockedAddress(f"{host}: {reason}")
 
 
+class _Slot:
+    """A send's hold on one of the process's slots, given back once: when it is answered or when it stalls."""
+
+    __slots__ = ("share", "held", "semaphore")
+
+    def __init__(self, share):
+        self.share, self.held, self.semaphore = share, True, False
+
+
 class Transport:
     """One event loop thread and one HTTP session for the process."""
 
-    def __init__(self, *, max_in_flight: int, per_endpoint: int):
+    def __init__(self, *, max_in_flight: int, per_endpoint: int, stalled_after: float | None = None):
         self.max_in_flight = max_in_flight
         self.per_endpoint = per_endpoint
+        self.stalled_after = float(herald.STALLED_SEND_SECONDS if stalled_after is None else stalled_after)
         self._pending = 0  # submitted, not yet answered (read from other threads)
+        self._active = 0  # submitted, not yet answered nor stalled: holding a slot
+        self._active_by_share: Counter = Counter()
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
         self.loop = asyncio.new_event_loop()
@@ -136,15 +153,29 @@ class Transport:
 
     @property
     def pending(self) -> int:
+        """Sends submitted and not yet answered, stalled ones included."""
         return self._pending
 
-    def submit(self, request: OutgoingRequest, *, timeout: float, key=None,
+    @property
+    def active(self) -> int:
+        """Sends holding one of the process's slots: submitted, not yet answered nor stalled."""
+        return self._active
+
+    def active_by_share(self) -> Counter:
+        with self._lock:
+            return Counter(self._active_by_share)
+
+    def submit(self, request: OutgoingRequest, *, timeout: float, key=None, share=None,
                start_by: float | None = None) -> concurrent.futures.Future:
-        """Send `request` on the loop. `key` names its endpoint for the per-endpoint limit; `start_by` is a
-        monotonic time after which it is not sent (the future then answers None)."""
+        """Send `request` on the loop. `key` names its endpoint for the per-endpoint limit, `share` its (owner,
+        tenant) for the share of slots; `start_by` is a monotonic time after which it is not sent (the future then
+        answers None)."""
+        slot = _Slot(share)
         with self._lock:
             self._pending += 1
-        future = asyncio.run_coroutine_threadsafe(self._send(request, timeout, key, start_by), self.loop)
+            self._active += 1
+            self._active_by_share[share] += 1
+        future = asyncio.run_coroutine_threadsafe(self._send(request, timeout, key, start_by, slot), self.loop)
         future.add_done_callback(self._done)
         return future
 
@@ -152,9 +183,23 @@ class Transport:
         with self._lock:
             self._pending -= 1
 
-    async def _send(self, request, timeout, key, start_by) -> SendResult | None:
+    def _give_back(self, slot: _Slot) -> None:
+        """The slot is free for others (on the loop): the send was answered, stalled or never started."""
+        if slot.semaphore:
+            slot.semaphore = False
+            self.slots.release()
+        if slot.held:
+            slot.held = False
+            with self._lock:
+                self._active -= 1
+                self._active_by_share[slot.share] -= 1
+                if self._active_by_share[slot.share] <= 0:
+                    del self._active_by_share[slot.share]
+
+    async def _send(self, request, timeout, key, start_by, slot: _Slot) -> SendResult | None:
         entry = self._endpoint_slots.setdefault(key, [asyncio.Semaphore(self.per_endpoint), 0])
         entry[1] += 1
+        stall = None
         try:
             wait = None if start_by is None else max(0.0, start_by - time.monotonic())
             try:
@@ -167,16 +212,19 @@ class Transport:
                         raise
             except TimeoutError:
                 return None  # its endpoint stayed busy: not sent, so not an attempt
+            slot.semaphore = True
             if start_by is not None and time.monotonic() > start_by:  # the loop itself got to it too late
-                self.slots.release()
                 entry[0].release()
                 return None
+            stall = self.loop.call_later(self.stalled_after, self._give_back, slot)
             try:
                 return await self._post_authorized(request, timeout)
             finally:
-                self.slots.release()
                 entry[0].release()
         finally:
+            if stall is not None:
+                stall.cancel()
+            self._give_back(slot)
             entry[1] -= 1
             if entry[1] == 0:
                 self._endpoint_slots.pop(key, None)
@@ -279,8 +327,9 @@ def transport() -> Transport:
     return _transport
 
 
-def submit(request: OutgoingRequest, *, timeout: float, key=None, start_by=None) -> concurrent.futures.Future:
-    return transport().submit(request, timeout=timeout, key=key, start_by=start_by)
+def submit(request: OutgoingRequest, *, timeout: float, key=None, share=None,
+           start_by=None) -> concurrent.futures.Future:
+    return transport().submit(request, timeout=timeout, key=key, share=share, start_by=start_by)
 
 
 def send(request: OutgoingRequest, *, timeout: float) -> SendResult:

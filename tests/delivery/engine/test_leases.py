@@ -289,3 +289,20 @@ def test_a_held_row_with_no_due_time_does_not_end_the_look_at_endpoints(django_u
     Delivery.objects.filter(endpoint_id=made["held"][1]).update(next_attempt_at=None)
     claimed, _ = leases.claim_due(timezone.now() + timedelta(seconds=1), 8, per_endpoint=32)
     assert [d.endpoint_id for d in claimed] == [made["due"][1]]
+
+
+def test_a_share_holding_its_room_of_the_slots_gets_nothing_more_and_a_fresh_share_finds_a_slot(
+        django_user_model, redis_conn):
+    """Send slots in shares (rules/send_shares.py): Alice's sends hold all but the reserve of the process's slots
+    (they are waiting on endpoints that do not answer); Bob's fresh delivery is claimed, none of Alice's."""
+    alice, flood = owner_with(django_user_model, "alice", 20)
+    bob, quiet = owner_with(django_user_model, "bob", 1)
+    message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(20)])
+    message_publish_batch(topic=quiet, entries=[Entry(payload="bob")])
+    now = timezone.now() + timedelta(seconds=1)
+
+    claimed, more = leases.claim_due(now, 64, per_endpoint=32, shares=(Counter({(alice.id, 0): 448}), 512))
+
+    assert [d.owner_id for d in claimed] == [bob.id] and more
+    alone, _ = leases.claim_due(now, 64, per_endpoint=32, shares=(Counter({(alice.id, 0): 440}), 512))
+    assert len(alone) == 8  # without Bob wanting any, Alice may fill up to all but the reserve

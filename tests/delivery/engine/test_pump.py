@@ -28,6 +28,7 @@ class FakeTransport:
     def __init__(self, *, status=200, instant=True, max_in_flight=256):
         self.status, self.instant, self.max_in_flight = status, instant, max_in_flight
         self.open: list[tuple[object, Future]] = []
+        self.shares: dict = {}  # future -> share
         self.sent: list = []
         self.busiest: Counter = Counter()
         self._now: Counter = Counter()
@@ -36,8 +37,14 @@ class FakeTransport:
     def pending(self) -> int:
         return len(self.open)
 
-    def submit(self, request, *, timeout, key=None, start_by=None) -> Future:
+    active = pending  # nothing stalls here
+
+    def active_by_share(self) -> Counter:
+        return Counter(self.shares[future] for _, future in self.open)
+
+    def submit(self, request, *, timeout, key=None, share=None, start_by=None) -> Future:
         future = Future()
+        self.shares[future] = share
         self.sent.append((key, request))
         self._now[key] += 1
         self.busiest[key] = max(self.busiest[key], self._now[key])
@@ -83,8 +90,8 @@ def test_one_endpoint_never_has_more_than_its_share_in_flight(user, redis_conn, 
         message_publish(topic=fast_topic, payload={"n": n})
 
     class SlowOne(FakeTransport):
-        def submit(self, request, *, timeout, key=None, start_by=None):
-            future = super().submit(request, timeout=timeout, key=key, start_by=start_by)
+        def submit(self, request, *, timeout, key=None, share=None, start_by=None):
+            future = super().submit(request, timeout=timeout, key=key, share=share, start_by=start_by)
             if key == fast.endpoint_id:
                 self.answer(fast.endpoint_id)
             elif self._now[slow.endpoint_id] >= 4:  # the slow endpoint answers only once its four are waiting

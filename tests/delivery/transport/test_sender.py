@@ -3,11 +3,13 @@
 import socket
 import threading
 import time
+from collections import Counter
 
 import pytest
 
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport.sender import EXCERPT_BYTES, send
+from delivery.transport.sender import EXCERPT_BYTES, Transport, send
+from tests.conftest import wait_until
 from tests.receiver import Reply
 
 
@@ -111,3 +113,27 @@ def test_a_dripping_answer_is_cut_off_at_the_timeout(dripping_server, what):
     assert (result.status, result.error_class) == (None, "timeout"), result
     assert took >= 1.0, took
     assert "within 1 s" in result.error_detail
+
+
+def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_its_endpoints(receiver):
+    """Send slots in shares: four sends to an endpoint that accepts and never answers hold the transport's four
+    slots only until they stall; then a fresh send to another endpoint goes out at once, while the silent endpoint
+    still has its four in flight (its room) and its sends end by their own deadline."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    transport = Transport(max_in_flight=4, per_endpoint=4, stalled_after=0.2)
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        waiting = [transport.submit(OutgoingRequest(url=url, headers={}, body=b"{}"), timeout=30, key="silent",
+                                    share=(1, 5)) for _ in range(4)]
+        assert transport.active_by_share() == Counter({(1, 5): 4})
+        wait_until(lambda: transport.active == 0, timeout=10)
+        assert transport.pending == 4 and not any(future.done() for future in waiting)
+        fresh = transport.submit(OutgoingRequest(url=receiver.url, headers={}, body=b"{}"), timeout=5, key="other",
+                                 share=(1, 6))
+        assert fresh.result(timeout=10).status == 200
+        assert not any(future.done() for future in waiting)
+    finally:
+        transport.close()
+        silent.close()

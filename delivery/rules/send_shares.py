@@ -1,0 +1,66 @@
+"""Send capacity in shares: how many of a process's send slots each (owner, tenant) share may hold
+(docs/architecture.md, "Send slots in shares").
+
+A process has `total` send slots. A slot is held by a send from its start until it is answered, or until it has
+waited STALLED_AFTER_SECONDS without an answer: from then on it counts against its endpoint's room only (that
+endpoint gets nothing more until it answers or times out), so endpoints that accept connections and never answer
+cannot hold the slots everyone shares.
+
+Of the slots, RESERVE_FRACTION is kept for shares with nothing in flight, so a fresh delivery of a quiet tenant always
+finds one at once, whatever the others hold; the rest is divided max-min fairly, first across owners, then within
+each owner across its shares (its own rows and each tenant): a share that wants no more keeps what it holds, the
+others divide what is left evenly, and a share alone gets it all. Rooms are shares of the total, never fixed counts
+that add up past it.
+"""
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+RESERVE_FRACTION = 1 / 8
+STALLED_AFTER_SECONDS = 1.0
+
+Share = tuple[int, int]  # (owner id, tenant id or 0 for the owner's own rows)
+
+
+def rooms(wanting: Iterable[Share], active: Counter, total: int) -> dict[Share, int]:
+    """How many more sends each share in `wanting` (those with due work) may start, given what each share holds
+    (`active`: sends started, not yet answered nor stalled)."""
+    wanting = list(dict.fromkeys(wanting))
+    held = {share: n for share, n in active.items() if n > 0}
+    free_now = total - sum(held.values())
+    usable = total - math.ceil(total * RESERVE_FRACTION)
+    # What each share would take: what it holds if it wants no more, else without bound.
+    demand = {share: math.inf for share in wanting} | {share: n for share, n in held.items() if share not in wanting}
+    by_owner: dict[int, dict[Share, float]] = {}
+    for share, want in demand.items():
+        by_owner.setdefault(share[0], {})[share] = want
+    owner_caps = _fill({owner: sum(shares.values()) for owner, shares in by_owner.items()}, usable)
+    found = {}
+    for owner, shares in by_owner.items():
+        caps = _fill(shares, owner_caps[owner])
+        for share in shares:
+            if share in wanting:
+                room = int(caps[share]) - held.get(share, 0)
+                if not held.get(share):  # a share with nothing in flight may use the reserve
+                    room = max(room, min(free_now, math.ceil(total * RESERVE_FRACTION)))
+                found[share] = max(0, min(room, free_now))
+    return found
+
+
+def _fill(demands: dict, capacity: float) -> dict:
+    """Max-min fair division of `capacity`: the smallest demands are met in full, the rest share what is left
+    evenly."""
+    caps, left, waiting = {}, capacity, sorted(demands, key=lambda key: demands[key])
+    while waiting:
+        even = left / len(waiting)
+        key = waiting[0]
+        if demands[key] <= even:
+            caps[key] = demands[key]
+            left -= demands[key]
+            waiting.pop(0)
+        else:
+            for key in waiting:
+                caps[key] = even
+            break
+    return caps
