@@ -13,9 +13,12 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - noisy neighbour: a quiet owner's publish → receipt alone and while another owner's 40,000 deliveries drain,
   beside twice its time alone plus 50 ms; the flood's drain rate beside its rate alone;
 - slow neighbours: the same quiet owner beside another's hanging confirmation handshakes, and beside its
-  subscriptions whose token URL answers after 9 s, beside twice its time alone.
+  subscriptions whose token URL answers after 9 s, beside twice its time alone;
+- silent tenant: a tenant publishing every 0.4 s beside another tenant's 20 endpoints that accept and never
+  answer (4,000 deliveries for them), beside twice its time alone plus 50 ms.
 
-    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE] [--only noisy-neighbour|slow-neighbours]
+    python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
+                               [--only noisy-neighbour|slow-neighbours|silent-tenant]
 """
 
 import argparse
@@ -295,7 +298,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         return done[0] / seconds
 
     def steady(self, topic: int, rate: float, seconds: float, *, token: str | None = None,
-               prefix: str | None = None, log: str | None = None) -> dict:
+               prefix: str | None = None, log: str | None = None, tenant: str | None = None) -> dict:
         """Publish at `rate` msgs/s (open loop) with the engine running; latencies of publish and of receipt (of
         the endpoints under `prefix`, if given, while others may be receiving too)."""
         publish_ms: list[float] = []
@@ -307,7 +310,8 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
             session = getattr(sessions, "s", None) or self.session(token)
             sessions.s = session
             began = time.time()
-            response = session.post(f"{self.api}/topics/{topic}/publish/", json={"payload": {"n": n}}, timeout=30)
+            body = {"payload": {"n": n}, **({"tenant": tenant} if tenant else {})}
+            response = session.post(f"{self.api}/topics/{topic}/publish/", json=body, timeout=30)
             with lock:
                 publish_ms.append((time.time() - began) * 1000)
                 sent_at[response.json()["message_id"]] = began
@@ -490,6 +494,62 @@ for s in Subscription.objects.filter(status="pending_confirmation"):
     return rows
 
 
+def silent_tenant(bench: Bench, quick: bool) -> list[dict]:
+    """Send slots in shares: one tenant's 20 endpoints accept connections and never answer (a customer whose
+    firewall drops packets), with 4,000 deliveries queued for them, beside another tenant of the same owner
+    publishing every 0.4 s to a server of its own. The quiet tenant's publish → receipt p99 beside them, and alone
+    in the same run, beside twice its time alone plus 50 ms."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    seconds = 30 * (0.5 if quick else 1.0)
+    port, log = bench.own_receiver()
+    bench.reset({"fast": 1})
+    base = f"http://127.0.0.1:{bench.receiver_port}"
+    made = bench.django(f"""
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from subscriptions.models import Endpoint, Subscription, Tenant, Topic
+user, _ = get_user_model().objects.get_or_create(username="saas")
+topic = Topic.objects.create(owner=user, name="saas", open_to_tenants=True)
+silent = Tenant.objects.create(owner=user, external_id="silent", name="Silent")
+quiet = Tenant.objects.create(owner=user, external_id="quiet", name="Quiet")
+for n in range(20):
+    Subscription.objects.create(topic=topic, tenant=silent, status="confirmed",
+                                delivery_policy={{"requestPolicy": {{"timeoutSeconds": 15}}}},
+                                endpoint=Endpoint.objects.create(owner=user, tenant=silent, url=f"{base}/hang/{{n}}"))
+Subscription.objects.create(topic=topic, tenant=quiet, status="confirmed", delivery_policy={FAST_POLICY!r},
+                            endpoint=Endpoint.objects.create(owner=user, tenant=quiet,
+                                                             url="http://127.0.0.1:{port}/calm/0"))
+print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1].split()
+    topic, token = int(made[0]), made[1]
+    bench.start_engine()
+    session = bench.session(token)
+    open(log, "w").close()
+    session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up", "tenant": "quiet"}, timeout=30)
+    deadline = time.time() + 30
+    while not bench.received(log) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
+    open(log, "w").close()
+    alone = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    for start in range(0, 200, 50):  # 200 messages × 20 silent endpoints
+        session.post(f"{bench.api}/topics/{topic}/publish-batch/", timeout=60, json={
+            "entries": [{"id": str(n), "payload": {"n": n}, "tenant": "silent"} for n in range(start, start + 50)]})
+    time.sleep(3)  # the silent endpoints' sends are on their way
+    open(log, "w").close()
+    during = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    held = bench.count("SELECT count(*) FROM herald_delivery_delivery d JOIN herald_subscriptions_tenant t "
+                       "ON t.id = d.tenant_id WHERE t.external_id = 'silent' AND d.status = 'in_flight'")
+    bench.stop_engine()
+    row("quiet tenant publish→receipt p99, alone", alone["receipt_p99_ms"], "ms", p50_ms=alone["receipt_p50_ms"])
+    row("quiet tenant publish→receipt p99, beside 20 silent endpoints", during["receipt_p99_ms"], "ms",
+        2 * alone["receipt_p99_ms"] + 50, "2× alone + 50 ms", p50_ms=during["receipt_p50_ms"],
+        silent_in_flight=held)
+    print(f"{'':<52}p50 alone {alone['receipt_p50_ms']} ms, beside {during['receipt_p50_ms']} ms; "
+          f"{held} of the silent tenant's deliveries in flight at the end")
+    return rows
+
+
 def scenarios(bench: Bench, quick: bool) -> list[dict]:
     scale = 0.3 if quick else 1.0
     rows: list[dict] = []
@@ -579,6 +639,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     print(f"{'':<52}publish answered in p50 {pct(latencies, 0.5):.0f} ms (fan-out written by a job)")
     rows += noisy_neighbour(bench, quick)
     rows += slow_neighbours(bench, quick)
+    rows += silent_tenant(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
@@ -602,7 +663,7 @@ def chart(rows: list[dict], path: str) -> None:
     Path(path).write_text("\n".join(parts) + "\n")
 
 
-ONLY = {"noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours}
+ONLY = {"noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant}
 
 
 def main() -> int:

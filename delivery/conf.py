@@ -18,7 +18,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_PAYLOAD_BYTES": 262_144,
     # The most evaluation one payload's check against its event type's schema may cost (units: a keyword checked,
     # plus what it loops over); past it the publish is refused with a 400 (docs/tenants.md).
-    "SCHEMA_CHECK_BUDGET": 25_000,
+    "SCHEMA_CHECK_BUDGET": 20_000,
     # Networks deliveries may reach besides public addresses (e.g. "10.0.0.0/8"); private ones are refused.
     "ALLOWED_NETWORKS": [],
     # Endpoint health: disable above this failure rate over the window (with enough attempts), freeze after these.

@@ -15,11 +15,32 @@ from rq import SimpleWorker
 
 from delivery.engine import dispatch
 from delivery.models import Delivery
+from tests import fence
 from tests.receiver import Receiver, Reply
 
 pytest_plugins = ["delivery.pytest_plugin"]  # the herald_outbox fixture, as a host project gets it
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# The tenant-facing flows run behind the socket fence (tests/fence.py): the web and worker code they drive in this
+# process may connect to a user-chosen address only through the transport.
+FENCED = ("tests/subscriptions/test_tenants.py", "tests/subscriptions/test_isolation.py",
+          "tests/delivery/test_tenant_isolation.py", "tests/delivery/test_catalog_bounds.py",
+          "tests/test_secrets_in_logs.py", "tests/test_socket_fence.py")
+
+
+@pytest.fixture(autouse=True)
+def socket_fence(request):
+    if not str(request.path).endswith(FENCED):
+        yield
+        return
+    fence.up()
+    try:
+        yield
+    finally:
+        crossed = fence.down()
+    assert crossed == [], f"connections not made by the transport: {crossed}"
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ What every send guarantees:
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import threading
 import time
@@ -48,6 +49,10 @@ from delivery.transport.ssrf import (
 )
 from delivery.transport.tls import client_ssl_context
 
+# Set while the transport opens a connection it has guarded: the one way out to an address a user chose. Nothing
+# else in Herald connects to such an address; tests/fence.py fails any connection made without it (beside the
+# process's own PostgreSQL and Redis).
+GUARDED = contextvars.ContextVar("herald_guarded_connection", default=False)
 EXCERPT_BYTES = 4096
 DRAIN_LIMIT = 64 * 1024  # read this much at most so that the connection can be reused
 MAX_FIELD_BYTES = 64 * 1024  # one response header line; a longer one makes the answer invalid
@@ -257,6 +262,7 @@ class Transport:
     async def post(self, request: OutgoingRequest, timeout: float) -> SendResult:
         """One POST on the loop, under `timeout` for all of it; never raises (a failure is a result)."""
         began, started = time.time(), time.monotonic()
+        GUARDED.set(True)  # (this task's context: what it starts to connect inherits it)
 
         def elapsed() -> int:
             return int((time.monotonic() - started) * 1000)
