@@ -12,6 +12,7 @@ from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.rules import policy as delivery_policy
 from delivery.rules import signing, subscription_rules
+from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
 from subscriptions.secrets import Unreadable
@@ -74,8 +75,18 @@ def topic_update(*, topic: Topic, **changes) -> Topic:
     return topic
 
 
+MAX_URL_CHARS = 2048  # Endpoint.url's and oauth_token_url's columns
+
+
 def checked_url(url: str, field: str) -> str:
-    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`."""
+    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`. It
+    goes into a request line and a Host header, so control characters are refused (not silently dropped, as URL
+    parsing drops line breaks and tabs)."""
+    problem = control_problem(url.strip()) if isinstance(url, str) else "must be a URL"
+    if problem:
+        raise ApplicationError(problem, field=field)
+    if len(url.strip()) > MAX_URL_CHARS:
+        raise ApplicationError(f"Ensure this field has no more than {MAX_URL_CHARS} characters.", field=field)
     try:
         normalized = normalize_url(url)
     except InvalidURL as exc:
