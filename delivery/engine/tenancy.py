@@ -22,7 +22,8 @@ from django.urls import reverse
 from delivery.conf import herald
 from delivery.engine import clock
 from delivery.engine.errors import ApplicationError
-from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
+from delivery.rules import portal_settings
+from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
 
 KEY_PREFIX = "htk_"
 PORTAL_SALT = "herald.portal"
@@ -126,6 +127,25 @@ def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_onl
     """The path of a portal link for `tenant` (`/portal/<token>/` under Herald's URLs); the owner's backend hands
     it, on its own host, to the tenant's browser."""
     return reverse("herald:portal-home", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
+
+
+PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors")
+
+
+def portal_update(*, owner, **changes) -> Portal:
+    """The owner's portal settings with `changes` applied; a 400 naming each setting the rules refuse
+    (rules/portal_settings.py: its frame_ancestors go into a header of every portal answer)."""
+    unknown = set(changes) - set(PORTAL_FIELDS)
+    if unknown:
+        raise ApplicationError(f"not a portal setting: {', '.join(sorted(unknown))}")
+    found = portal_settings.problems(changes)
+    if found:
+        raise ApplicationError.of_problems(found)
+    portal, _ = Portal.objects.get_or_create(owner=owner)
+    for name, value in changes.items():
+        setattr(portal, name, value)
+    portal.save()
+    return portal
 
 
 class LinkRefused(Exception):
