@@ -146,8 +146,6 @@ def subscription_create(
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         url = checked_url(endpoint, "endpoint")
-        new_endpoint = not Endpoint.objects.filter(owner=topic.owner, tenant=tenant, url=url,
-                                                   subscriptions__isnull=False).exists()
         health = endpoint_for(owner=topic.owner, url=url, tenant=tenant)
         existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
         if existing is not None:
@@ -168,7 +166,7 @@ def subscription_create(
             return existing, None
         quotas.subscriptions(topic.owner)
         if tenant is not None:
-            tenancy.subscription_room(tenant, new_endpoint=new_endpoint)
+            tenancy.subscription_room(tenant, url=url)
         confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
@@ -211,23 +209,27 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
         tenant_rules(subscription.topic, subscription.tenant, changes["event_types"])
     now = now or clock.now()
     scheme = changes.pop("signature_scheme", None)
-    if scheme is not None and scheme != subscription.signature_scheme:
-        subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
     if "delivery_policy" in changes:
         validate_policy(changes["delivery_policy"])
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
-        changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
-                                           tenant=subscription.tenant)
-        if changes["endpoint"].id == subscription.endpoint_id:
+        changes["endpoint"] = checked_url(changes["endpoint"], "endpoint")
+        if changes["endpoint"] == subscription.endpoint.url:
             del changes["endpoint"]  # the same URL, however spelled: nothing to move, no consent to ask
     new_destination = "endpoint" in changes or (
         changes.get("oauth_token_url") and changes["oauth_token_url"] != subscription.oauth_token_url)
     reconfirm = bool(new_destination) and herald.REQUIRE_CONFIRMATION
     unordered = subscription.ordered_delivery and changes.get("ordered_delivery") is False
-    for key, value in changes.items():
-        setattr(subscription, key, value)
     with transaction.atomic():
+        if "endpoint" in changes:  # within the tenant's endpoint quota, like a new subscription
+            if subscription.tenant_id is not None:
+                tenancy.endpoint_room(subscription.tenant, url=changes["endpoint"], leaving=subscription.endpoint.url)
+            changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
+                                               tenant=subscription.tenant)
+        if scheme is not None and scheme != subscription.signature_scheme:  # after the checks: nothing half-done
+            subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
+        for key, value in changes.items():
+            setattr(subscription, key, value)
         if reconfirm:
             # confirmed_at keeps the earlier consent: publishing holds this subscription's messages meanwhile
             subscription.status = Subscription.Status.PENDING_CONFIRMATION

@@ -12,6 +12,7 @@ answers 404, as another owner's objects do.
 
 import hashlib
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -23,7 +24,7 @@ from delivery.conf import herald
 from delivery.engine import clock
 from delivery.engine.errors import ApplicationError
 from delivery.rules import portal_settings
-from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
+from subscriptions.models import Portal, Subscription, Tenant, TenantKey
 
 KEY_PREFIX = "htk_"
 PORTAL_SALT = "herald.portal"
@@ -166,15 +167,36 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
     return TenantAccess(tenant, bool(read_only), "portal"), expires
 
 
-def subscription_room(tenant: Tenant, *, new_endpoint: bool) -> None:
-    """Before a tenant's new subscription: room for one more, and for one more endpoint if it brings one."""
+def subscription_room(tenant: Tenant, *, url: str) -> None:
+    """Before a tenant's new subscription to `url` (normalized): room for one more, and for one more endpoint if
+    the tenant does not use `url` yet. Inside the caller's transaction."""
+    _lock(tenant)
     limit = herald.MAX_SUBSCRIPTIONS_PER_TENANT
     if Subscription.objects.filter(tenant=tenant).count() >= limit:
         raise ApplicationError(f"This tenant has {limit} subscriptions, the most one tenant may have "
                                f"(HERALD_MAX_SUBSCRIPTIONS_PER_TENANT); delete some first.")
+    endpoint_room(tenant, url=url)
+
+
+def endpoint_room(tenant: Tenant, *, url: str, leaving: str | None = None) -> None:
+    """Before one of a tenant's subscriptions uses `url` (normalized; a new subscription, or one whose URL
+    changes): room for it among the tenant's endpoints, unless the tenant uses it already. `leaving`: the URL a
+    moving subscription leaves, no longer counted when no other subscription of the tenant uses it. Every door
+    that changes a URL (the API's create and PATCH, the portal, the admin, Python) comes through here; inside the
+    caller's transaction, one change of a tenant's endpoints at a time."""
+    _lock(tenant)
+    using = Counter(Subscription.objects.filter(tenant=tenant).values_list("endpoint__url", flat=True))
+    if url in using:
+        return
+    if leaving is not None and using[leaving] <= 1:
+        using.pop(leaving, None)
     limit = herald.MAX_ENDPOINTS_PER_TENANT
-    in_use = Endpoint.objects.filter(tenant=tenant, subscriptions__isnull=False).distinct()
-    if new_endpoint and in_use.count() >= limit:
-        raise ApplicationError(f"This tenant has {limit} endpoints, the most one tenant may have "
+    if len(using) >= limit:
+        raise ApplicationError(f"This tenant has {len(using)} endpoints, the most one tenant may have is {limit} "
                                f"(HERALD_MAX_ENDPOINTS_PER_TENANT); remove the subscriptions of one first.",
                                field="endpoint")
+
+
+def _lock(tenant: Tenant) -> None:
+    """Quota checks of one tenant one at a time: a second waits for the first's commit, then counts it."""
+    Tenant.objects.select_for_update().filter(id=tenant.id).first()
