@@ -21,10 +21,11 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine import clock
+from delivery.engine import clock, lifecycle
 from delivery.engine.errors import ApplicationError
+from delivery.models import Delivery
 from delivery.rules import portal_settings
-from subscriptions.models import Portal, Subscription, Tenant, TenantKey
+from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
 
 KEY_PREFIX = "htk_"
 PORTAL_SALT = "herald.portal"
@@ -72,10 +73,26 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
     return existing, False
 
 
-def tenant_delete(*, tenant: Tenant) -> None:
+def tenant_delete(*, tenant: Tenant, now=None) -> None:
     """The tenant, its keys, subscriptions (with their deliveries) and endpoints. Messages published for it stay
-    (the owner's own subscriptions had them too), addressed to nobody else from then on."""
+    (the owner's own subscriptions had them too), addressed to nobody else from then on.
+
+    All or nothing: its subscriptions, deliveries and endpoints are locked first, so no fan-out, claim or recorded
+    attempt can add a row pointing at them before they go. A 409, and nothing deleted, while any of its deliveries
+    is being sent (its worker is about to record the attempt): they finish within their send's deadline; one whose
+    lease ran out (its worker died) is not waited for."""
+    now = now or clock.now()
     with transaction.atomic():
+        _lock(tenant)
+        for rows in (Subscription.objects.filter(tenant=tenant), Delivery.objects.filter(tenant=tenant),
+                     Endpoint.objects.filter(tenant=tenant)):
+            list(rows.select_for_update().values_list("id", flat=True))
+        sending = lifecycle.in_flight(tenant=tenant).exclude(lease_until__lt=now).count()
+        if sending:
+            raise ApplicationError(
+                f"{tenant.name} has {sending} {'delivery' if sending == 1 else 'deliveries'} in flight (being sent "
+                f"right now); nothing was deleted. Delete it again once they finish, within their send's deadline.",
+                status_code=409)
         Subscription.objects.filter(tenant=tenant).delete()  # before the endpoints they protect
         tenant.delete()
 

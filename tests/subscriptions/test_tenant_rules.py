@@ -2,12 +2,17 @@
 endpoint quota that a changed URL cannot step around, a tenant that cannot be half-deleted, a closed topic that
 answers as a missing one, and a catalog whose changes do not strand the tenants' choices."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from delivery.engine import subscribing, tenancy
 from delivery.engine.errors import ApplicationError
-from subscriptions.models import Endpoint, Subscription, Tenant
+from delivery.events import publish
+from delivery.models import Delivery
+from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
 from tests.subscriptions.test_tenants import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +49,35 @@ def test_a_second_subscription_moving_off_a_shared_endpoint_is_refused_everywher
     assert in_use("acme") == 1 and Subscription.objects.get(id=second.id).endpoint.url == "http://127.0.0.1:9/acme"
     assert not Endpoint.objects.filter(tenant=acme, url__in=["http://127.0.0.1:9/b", "http://127.0.0.1:9/c",
                                                              "http://127.0.0.1:9/d"]).exists()
+
+
+def test_deleting_a_tenant_while_its_deliveries_are_in_flight_is_a_409_and_changes_nothing(shop, user):
+    publish("orders", {"n": 1}, owner=user, tenant="acme")
+    mine = Delivery.objects.filter(tenant__external_id="acme")
+    mine.update(status="in_flight", lease_until=timezone.now() + timedelta(minutes=1))
+    tenant_id = shop["acme"]["tenant"]["id"]
+    response = shop["api"].delete(f"/api/tenants/{tenant_id}/")
+    assert response.status_code == 409, response.content
+    assert "in flight" in response.json()["detail"] and "1 delivery" in response.json()["detail"]
+    assert Tenant.objects.filter(id=tenant_id).exists() and mine.count() == 1
+    assert TenantKey.objects.filter(tenant_id=tenant_id).exists()
+    assert Subscription.objects.filter(tenant_id=tenant_id).count() == 1
+
+    mine.update(lease_until=timezone.now() - timedelta(seconds=1))  # its worker is gone: nothing to wait for
+    assert shop["api"].delete(f"/api/tenants/{tenant_id}/").status_code == 204
+    assert not Tenant.objects.filter(id=tenant_id).exists() and not Delivery.objects.filter(tenant_id=tenant_id)
+
+
+def test_the_admin_shows_a_refused_tenant_delete_and_deletes_nothing(shop, user, admin_client):
+    publish("orders", {"n": 1}, owner=user, tenant="acme")
+    Delivery.objects.update(status="in_flight", lease_until=timezone.now() + timedelta(minutes=1))
+    tenant_id = shop["acme"]["tenant"]["id"]
+    page = admin_client.post(f"/admin/herald_subscriptions/tenant/{tenant_id}/delete/", {"post": "yes"}, follow=True)
+    assert page.status_code == 200 and "in flight" in page.content.decode()
+    listed = admin_client.post("/admin/herald_subscriptions/tenant/", {
+        "action": "delete_selected", "_selected_action": [tenant_id], "post": "yes"}, follow=True)
+    assert listed.status_code == 200 and "in flight" in listed.content.decode()
+    assert Tenant.objects.filter(id=tenant_id).exists() and Delivery.objects.filter(tenant_id=tenant_id).exists()
+    Delivery.objects.update(status="succeeded", lease_until=None)
+    deleted = admin_client.post(f"/admin/herald_subscriptions/tenant/{tenant_id}/delete/", {"post": "yes"})
+    assert deleted.status_code == 302 and not Tenant.objects.filter(id=tenant_id).exists()

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -27,8 +29,28 @@ class TenantKeyInline(admin.TabularInline):
         return False  # keys are made by the "new API key" action, which shows the key once
 
 
+class RefusedDeletesShown:
+    """A delete the service refuses (an ApplicationError: a 409 through the API) is shown on the object's page
+    instead of failing the request; nothing was deleted."""
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            opts = self.model._meta
+            return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id]))
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            try:
+                self.delete_model(request, obj)
+            except ApplicationError as exc:
+                self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+
+
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(RefusedDeletesShown, admin.ModelAdmin):
     list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
     list_filter = ["owner"]
     search_fields = ["external_id", "name"]
@@ -38,9 +60,12 @@ class TenantAdmin(admin.ModelAdmin):
     def delete_model(self, request, obj):
         tenancy.tenant_delete(tenant=obj)
 
-    def delete_queryset(self, request, queryset):
-        for tenant in queryset:
-            tenancy.tenant_delete(tenant=tenant)
+    def get_deleted_objects(self, objs, request):
+        """What goes with a tenant is the service's to delete (tenancy.tenant_delete, as through the API): its
+        subscriptions first (nothing else protects its endpoints), their deliveries and attempts (records no one
+        deletes by hand) with them."""
+        deleted, counts, _, _ = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), []
 
     @admin.display(description="subscriptions")
     def subscriptions(self, tenant):
