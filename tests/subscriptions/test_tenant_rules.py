@@ -68,6 +68,31 @@ def test_deleting_a_tenant_while_its_deliveries_are_in_flight_is_a_409_and_chang
     assert not Tenant.objects.filter(id=tenant_id).exists() and not Delivery.objects.filter(tenant_id=tenant_id)
 
 
+def test_a_closed_topic_named_by_a_tenant_answers_as_a_topic_that_does_not_exist(shop):
+    acme = shop["acme"]["client"]
+
+    def subscribing_to(topic):
+        response = acme.post("/api/subscriptions/", {"topic": topic, "endpoint": "http://127.0.0.1:9/z"},
+                             format="json")
+        assert response.status_code == 400, response.content
+        return response.json()["topic"][0]
+
+    closed_id = shop["internal"]["id"]
+    assert subscribing_to("internal") == subscribing_to("nothing-here").replace("nothing-here", "internal")
+    assert str(closed_id) not in subscribing_to("internal")
+    missing_id = closed_id + 1000
+    assert subscribing_to(closed_id) == subscribing_to(missing_id).replace(str(missing_id), str(closed_id))
+
+
+@pytest.mark.parametrize("ttl", [10**20, 0, 7 * 86_400 + 1, -5])
+def test_a_portal_link_ttl_out_of_range_is_a_400_naming_ttl_seconds_and_the_range(shop, ttl):
+    response = shop["api"].post(f"/api/tenants/{shop['acme']['tenant']['id']}/portal-link/", {"ttl_seconds": ttl},
+                                format="json")
+    assert response.status_code == 400, response.content
+    assert list(response.json()) == ["ttl_seconds"]
+    assert "between 1 and 604800 seconds" in response.json()["ttl_seconds"][0]
+
+
 def test_the_admin_shows_a_refused_tenant_delete_and_deletes_nothing(shop, user, admin_client):
     publish("orders", {"n": 1}, owner=user, tenant="acme")
     Delivery.objects.update(status="in_flight", lease_until=timezone.now() + timedelta(minutes=1))

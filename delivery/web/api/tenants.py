@@ -11,6 +11,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from delivery.conf import herald
 from delivery.engine import catalog, tenancy
 from delivery.engine.errors import ApplicationError
 from delivery.web.api.base import HeraldAPI, extend_schema
@@ -59,8 +60,15 @@ class RevokeKeySerializer(StrictInput, serializers.Serializer):
 
 class PortalLinkSerializer(StrictInput, serializers.Serializer):
     ttl_seconds = serializers.IntegerField(
-        default=3600, min_value=1, help_text="How long the link works (at most HERALD_PORTAL_LINK_MAX_SECONDS).")
+        default=3600, help_text="How long the link works: 1 second to HERALD_PORTAL_LINK_MAX_SECONDS (7 days).")
     read_only = serializers.BooleanField(default=False, help_text="The tenant may look, not change anything.")
+
+    def validate_ttl_seconds(self, value):
+        longest = herald.PORTAL_LINK_MAX_SECONDS
+        if not 1 <= value <= longest:
+            raise serializers.ValidationError(f"must be between 1 and {longest} seconds "
+                                              f"(HERALD_PORTAL_LINK_MAX_SECONDS)")
+        return value
 
 
 class PortalLinkCreatedSerializer(serializers.Serializer):
