@@ -186,12 +186,17 @@ def subscription_create(
     return subscription, subscription.secret
 
 
-def tenant_rules(topic: Topic, tenant, event_types) -> None:
+def tenant_rules(topic: Topic, tenant, event_types, kept=()) -> None:
     """What a tenant's subscription must respect: a topic of its owner's that is open to tenants (else the same
-    answer as for a topic that does not exist), event types from the owner's catalog."""
+    answer as for a topic that does not exist), event types from the owner's catalog. `kept`: the types the
+    subscription has already, which it keeps even when the owner has deprecated or closed them since; what it adds
+    is chosen from the catalog."""
     if topic.owner_id != tenant.owner_id or not topic.open_to_tenants:
         raise ApplicationError(f'Invalid pk "{topic.pk}" - object does not exist.', field="topic")
-    problem = catalog.tenant_choice_problem(tenant.owner_id, event_types)
+    added = [name for name in event_types or [] if name not in kept]
+    if event_types and not added:
+        return
+    problem = catalog.tenant_choice_problem(tenant.owner_id, added or event_types)
     if problem:
         raise ApplicationError(problem, field="event_types")
 
@@ -206,7 +211,8 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     held (their time-to-live runs), not lost: confirming releases them."""
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:
-        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"])
+        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"],
+                     kept=subscription.event_types or [])
     now = now or clock.now()
     scheme = changes.pop("signature_scheme", None)
     if "delivery_policy" in changes:

@@ -3,7 +3,6 @@ type catalog, brand the portal. A tenant's key reaches none of this (404), excep
 
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -12,8 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from delivery.conf import herald
-from delivery.engine import catalog, tenancy
-from delivery.engine.errors import ApplicationError
+from delivery.engine import event_types, tenancy
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
@@ -140,19 +138,13 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 
 class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
+    """The entry's shapes; its rules are the service's (delivery/engine/event_types.py), the admin's too."""
+
     class Meta:
         model = EventType
         fields = ["id", "name", "description", "schema", "example", "validate_payloads", "deprecated",
                   "open_to_tenants", "created_at"]
         read_only_fields = ["id", "created_at"]
-
-    def validate(self, data):
-        schema = data.get("schema", getattr(self.instance, "schema", None))
-        example = data.get("example", getattr(self.instance, "example", None))
-        found = catalog.entry_problems(schema, example, bool(data.get("validate_payloads")))
-        if found:
-            raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
-        return data
 
 
 class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
@@ -167,23 +159,14 @@ class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def perform_create(self, serializer):
-        if EventType.objects.filter(owner=self.request.user).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
-            raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
-                                   f"may have.")
-        self._save(serializer, owner=self.request.user)
+        serializer.instance = event_types.event_type_create(owner=self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
-        self._save(serializer)
+        serializer.instance = event_types.event_type_update(event_type=serializer.instance,
+                                                            **serializer.validated_data)
 
-    @staticmethod
-    def _save(serializer, **extra):
-        """Saved, or a 409 when the name is one the catalog already has (a create or a rename)."""
-        try:
-            with transaction.atomic():
-                serializer.save(**extra)
-        except IntegrityError:
-            raise ApplicationError("Your catalog already has this event type.", field="name",
-                                   status_code=409) from None
+    def perform_destroy(self, instance):
+        event_types.event_type_delete(event_type=instance)
 
 
 class PortalSerializer(StrictInput, serializers.ModelSerializer):
