@@ -66,6 +66,7 @@ urlpatterns = [
         path("endpoints/<int:subscription_id>/<str:name>/", portal.subscription_action, name="portal-action"),
         path("deliveries/<int:delivery_id>/", portal.delivery_detail, name="portal-delivery"),
         path("deliveries/<int:delivery_id>/retry/", portal.delivery_retry, name="portal-retry"),
+        path("<path:rest>", portal.not_found, name="portal-not-found"),  # a 404 with the portal's headers
     ])),
     path("metrics", metrics, name="metrics"),
 ]

@@ -9,8 +9,9 @@ from django.db import models
 from subscriptions.secrets import EncryptedSecretField, Unreadable, UnreadableSecret
 from subscriptions.states import FILTER_SCOPES, EndpointState, SignatureScheme, SubscriptionStatus, choices
 
+# `\Z`, not `$`: `$` also matches before a final line break, which would pass "orders\n".
 TOPIC_NAME_VALIDATOR = RegexValidator(
-    r"^[A-Za-z0-9_.-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.' or '-'."
+    r"^[A-Za-z0-9_.-]{1,256}\Z", "Use 1 to 256 letters, digits, '_', '.' or '-'."
 )
 
 
@@ -20,9 +21,9 @@ def generate_secret() -> str:
 
 
 TENANT_ID_VALIDATOR = RegexValidator(
-    r"^[A-Za-z0-9_.:@-]{1,128}$", "Use 1 to 128 letters, digits, '_', '.', ':', '@' or '-'.")
+    r"^[A-Za-z0-9_.:@-]{1,128}\Z", "Use 1 to 128 letters, digits, '_', '.', ':', '@' or '-'.")
 EVENT_TYPE_NAME_VALIDATOR = RegexValidator(
-    r"^[A-Za-z0-9_.:-]{1,256}$", "Use 1 to 256 letters, digits, '_', '.', ':' or '-'.")
+    r"^[A-Za-z0-9_.:-]{1,256}\Z", "Use 1 to 256 letters, digits, '_', '.', ':' or '-'.")
 
 
 class Tenant(models.Model):
@@ -70,7 +71,7 @@ class Portal(models.Model):
     name = models.CharField(max_length=200, blank=True, default="", help_text="Shown in the portal's header.")
     logo_url = models.URLField(max_length=2048, blank=True, default="")
     colour = models.CharField(max_length=7, blank=True, default="", validators=[RegexValidator(
-        r"^#[0-9A-Fa-f]{6}$", "A colour as #rrggbb.")])
+        r"^#[0-9A-Fa-f]{6}\Z", "A colour as #rrggbb.")])
     frame_ancestors = models.JSONField(default=list, blank=True, help_text=(
         "Origins that may show the portal in an iframe (CSP frame-ancestors), e.g. [\"https://app.example.com\"]; "
         "empty: none."))

@@ -12,6 +12,7 @@ from delivery.engine.confirmation import confirmation_request
 from delivery.engine.errors import ApplicationError
 from delivery.rules import policy as delivery_policy
 from delivery.rules import signing, subscription_rules
+from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
 from subscriptions.secrets import Unreadable
@@ -74,8 +75,18 @@ def topic_update(*, topic: Topic, **changes) -> Topic:
     return topic
 
 
+MAX_URL_CHARS = 2048  # Endpoint.url's and oauth_token_url's columns
+
+
 def checked_url(url: str, field: str) -> str:
-    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`."""
+    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`. It
+    goes into a request line and a Host header, so control characters are refused (not silently dropped, as URL
+    parsing drops line breaks and tabs)."""
+    problem = control_problem(url.strip()) if isinstance(url, str) else "must be a URL"
+    if problem:
+        raise ApplicationError(problem, field=field)
+    if len(url.strip()) > MAX_URL_CHARS:
+        raise ApplicationError(f"Ensure this field has no more than {MAX_URL_CHARS} characters.", field=field)
     try:
         normalized = normalize_url(url)
     except InvalidURL as exc:
@@ -135,8 +146,6 @@ def subscription_create(
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         url = checked_url(endpoint, "endpoint")
-        new_endpoint = not Endpoint.objects.filter(owner=topic.owner, tenant=tenant, url=url,
-                                                   subscriptions__isnull=False).exists()
         health = endpoint_for(owner=topic.owner, url=url, tenant=tenant)
         existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
         if existing is not None:
@@ -157,7 +166,7 @@ def subscription_create(
             return existing, None
         quotas.subscriptions(topic.owner)
         if tenant is not None:
-            tenancy.subscription_room(tenant, new_endpoint=new_endpoint)
+            tenancy.subscription_room(tenant, url=url)
         confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
@@ -177,12 +186,17 @@ def subscription_create(
     return subscription, subscription.secret
 
 
-def tenant_rules(topic: Topic, tenant, event_types) -> None:
+def tenant_rules(topic: Topic, tenant, event_types, kept=()) -> None:
     """What a tenant's subscription must respect: a topic of its owner's that is open to tenants (else the same
-    answer as for a topic that does not exist), event types from the owner's catalog."""
+    answer as for a topic that does not exist), event types from the owner's catalog. `kept`: the types the
+    subscription has already, which it keeps even when the owner has deprecated or closed them since; what it adds
+    is chosen from the catalog."""
     if topic.owner_id != tenant.owner_id or not topic.open_to_tenants:
         raise ApplicationError(f'Invalid pk "{topic.pk}" - object does not exist.', field="topic")
-    problem = catalog.tenant_choice_problem(tenant.owner_id, event_types)
+    added = [name for name in event_types or [] if name not in kept]
+    if event_types and not added:
+        return
+    problem = catalog.tenant_choice_problem(tenant.owner_id, added or event_types)
     if problem:
         raise ApplicationError(problem, field="event_types")
 
@@ -197,26 +211,31 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     held (their time-to-live runs), not lost: confirming releases them."""
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:
-        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"])
+        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"],
+                     kept=subscription.event_types or [])
     now = now or clock.now()
     scheme = changes.pop("signature_scheme", None)
-    if scheme is not None and scheme != subscription.signature_scheme:
-        subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
     if "delivery_policy" in changes:
         validate_policy(changes["delivery_policy"])
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
-        changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
-                                           tenant=subscription.tenant)
-        if changes["endpoint"].id == subscription.endpoint_id:
+        changes["endpoint"] = checked_url(changes["endpoint"], "endpoint")
+        if changes["endpoint"] == subscription.endpoint.url:
             del changes["endpoint"]  # the same URL, however spelled: nothing to move, no consent to ask
     new_destination = "endpoint" in changes or (
         changes.get("oauth_token_url") and changes["oauth_token_url"] != subscription.oauth_token_url)
     reconfirm = bool(new_destination) and herald.REQUIRE_CONFIRMATION
     unordered = subscription.ordered_delivery and changes.get("ordered_delivery") is False
-    for key, value in changes.items():
-        setattr(subscription, key, value)
     with transaction.atomic():
+        if "endpoint" in changes:  # within the tenant's endpoint quota, like a new subscription
+            if subscription.tenant_id is not None:
+                tenancy.endpoint_room(subscription.tenant, url=changes["endpoint"], leaving=subscription.endpoint.url)
+            changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
+                                               tenant=subscription.tenant)
+        if scheme is not None and scheme != subscription.signature_scheme:  # after the checks: nothing half-done
+            subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
+        for key, value in changes.items():
+            setattr(subscription, key, value)
         if reconfirm:
             # confirmed_at keeps the earlier consent: publishing holds this subscription's messages meanwhile
             subscription.status = Subscription.Status.PENDING_CONFIRMATION

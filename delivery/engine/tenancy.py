@@ -12,6 +12,7 @@ answers 404, as another owner's objects do.
 
 import hashlib
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -20,9 +21,11 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine import clock
+from delivery.engine import clock, lifecycle
 from delivery.engine.errors import ApplicationError
-from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
+from delivery.models import Delivery
+from delivery.rules import portal_settings
+from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
 
 KEY_PREFIX = "htk_"
 PORTAL_SALT = "herald.portal"
@@ -70,10 +73,26 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
     return existing, False
 
 
-def tenant_delete(*, tenant: Tenant) -> None:
+def tenant_delete(*, tenant: Tenant, now=None) -> None:
     """The tenant, its keys, subscriptions (with their deliveries) and endpoints. Messages published for it stay
-    (the owner's own subscriptions had them too), addressed to nobody else from then on."""
+    (the owner's own subscriptions had them too), addressed to nobody else from then on.
+
+    All or nothing: its subscriptions, deliveries and endpoints are locked first, so no fan-out, claim or recorded
+    attempt can add a row pointing at them before they go. A 409, and nothing deleted, while any of its deliveries
+    is being sent (its worker is about to record the attempt): they finish within their send's deadline; one whose
+    lease ran out (its worker died) is not waited for."""
+    now = now or clock.now()
     with transaction.atomic():
+        _lock(tenant)
+        for rows in (Subscription.objects.filter(tenant=tenant), Delivery.objects.filter(tenant=tenant),
+                     Endpoint.objects.filter(tenant=tenant)):
+            list(rows.select_for_update().values_list("id", flat=True))
+        sending = lifecycle.in_flight(tenant=tenant).exclude(lease_until__lt=now).count()
+        if sending:
+            raise ApplicationError(
+                f"{tenant.name} has {sending} {'delivery' if sending == 1 else 'deliveries'} in flight (being sent "
+                f"right now); nothing was deleted. Delete it again once they finish, within their send's deadline.",
+                status_code=409)
         Subscription.objects.filter(tenant=tenant).delete()  # before the endpoints they protect
         tenant.delete()
 
@@ -128,6 +147,25 @@ def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_onl
     return reverse("herald:portal-home", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
 
 
+PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors")
+
+
+def portal_update(*, owner, **changes) -> Portal:
+    """The owner's portal settings with `changes` applied; a 400 naming each setting the rules refuse
+    (rules/portal_settings.py: its frame_ancestors go into a header of every portal answer)."""
+    unknown = set(changes) - set(PORTAL_FIELDS)
+    if unknown:
+        raise ApplicationError(f"not a portal setting: {', '.join(sorted(unknown))}")
+    found = portal_settings.problems(changes)
+    if found:
+        raise ApplicationError.of_problems(found)
+    portal, _ = Portal.objects.get_or_create(owner=owner)
+    for name, value in changes.items():
+        setattr(portal, name, value)
+    portal.save()
+    return portal
+
+
 class LinkRefused(Exception):
     """The portal link is forged, expired or names a tenant that no longer exists."""
 
@@ -146,15 +184,36 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
     return TenantAccess(tenant, bool(read_only), "portal"), expires
 
 
-def subscription_room(tenant: Tenant, *, new_endpoint: bool) -> None:
-    """Before a tenant's new subscription: room for one more, and for one more endpoint if it brings one."""
+def subscription_room(tenant: Tenant, *, url: str) -> None:
+    """Before a tenant's new subscription to `url` (normalized): room for one more, and for one more endpoint if
+    the tenant does not use `url` yet. Inside the caller's transaction."""
+    _lock(tenant)
     limit = herald.MAX_SUBSCRIPTIONS_PER_TENANT
     if Subscription.objects.filter(tenant=tenant).count() >= limit:
         raise ApplicationError(f"This tenant has {limit} subscriptions, the most one tenant may have "
                                f"(HERALD_MAX_SUBSCRIPTIONS_PER_TENANT); delete some first.")
+    endpoint_room(tenant, url=url)
+
+
+def endpoint_room(tenant: Tenant, *, url: str, leaving: str | None = None) -> None:
+    """Before one of a tenant's subscriptions uses `url` (normalized; a new subscription, or one whose URL
+    changes): room for it among the tenant's endpoints, unless the tenant uses it already. `leaving`: the URL a
+    moving subscription leaves, no longer counted when no other subscription of the tenant uses it. Every door
+    that changes a URL (the API's create and PATCH, the portal, the admin, Python) comes through here; inside the
+    caller's transaction, one change of a tenant's endpoints at a time."""
+    _lock(tenant)
+    using = Counter(Subscription.objects.filter(tenant=tenant).values_list("endpoint__url", flat=True))
+    if url in using:
+        return
+    if leaving is not None and using[leaving] <= 1:
+        using.pop(leaving, None)
     limit = herald.MAX_ENDPOINTS_PER_TENANT
-    in_use = Endpoint.objects.filter(tenant=tenant, subscriptions__isnull=False).distinct()
-    if new_endpoint and in_use.count() >= limit:
-        raise ApplicationError(f"This tenant has {limit} endpoints, the most one tenant may have "
+    if len(using) >= limit:
+        raise ApplicationError(f"This tenant has {len(using)} endpoints, the most one tenant may have is {limit} "
                                f"(HERALD_MAX_ENDPOINTS_PER_TENANT); remove the subscriptions of one first.",
                                field="endpoint")
+
+
+def _lock(tenant: Tenant) -> None:
+    """Quota checks of one tenant one at a time: a second waits for the first's commit, then counts it."""
+    Tenant.objects.select_for_update().filter(id=tenant.id).first()

@@ -10,7 +10,7 @@ import re
 
 MAX_HEADERS = 10
 MAX_VALUE_CHARS = 4096
-NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")  # an RFC 9110 token
+NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")  # an RFC 9110 token (fullmatch: `$` allows a final "\n")
 RESERVED = {"host", "content-length", "content-type", "transfer-encoding", "connection", "user-agent", "expect",
             "te", "upgrade", "keep-alive", "proxy-authorization", "trailer"}
 RESERVED_PREFIXES = ("webhook-", "herald-", "ce-")
@@ -45,7 +45,7 @@ def validate(headers, *, kept_secrets=frozenset(), oauth: bool = False) -> list[
         if unknown:
             raise HeaderError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         name = header.get("name")
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name):
             raise HeaderError(f"{where}.name: must be a header name of 1 to 64 letters, digits or !#$%&'*+.^_`|~-")
         lowered = name.lower()
         if lowered in RESERVED or lowered.startswith(RESERVED_PREFIXES) or (oauth and lowered == "authorization"):

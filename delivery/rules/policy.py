@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from delivery.rules.backoff import BACKOFF_FUNCTIONS, sns_retry_delays
+from delivery.rules.header_text import control_problem
 from delivery.rules.presets import PRESETS, SNS_HEALTHY_DEFAULTS
 
 SNS_MAX_TOTAL_RETRY_SECONDS = 3600
@@ -268,6 +269,9 @@ def parse(document) -> DeliveryPolicy:
     content_type = request.get("headerContentType")
     if content_type is not None and not isinstance(content_type, str):
         check.fail("requestPolicy.headerContentType", "must be a string")
+        content_type = None
+    elif content_type is not None and control_problem(content_type, tab=True):  # sent as the Content-Type header
+        check.fail("requestPolicy.headerContentType", control_problem(content_type, tab=True))
         content_type = None
     elif content_type is not None and content_type.split(";")[0].strip() not in SNS_CONTENT_TYPES:
         check.fail("requestPolicy.headerContentType", f"must be one of {', '.join(SNS_CONTENT_TYPES)}")

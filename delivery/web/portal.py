@@ -4,7 +4,9 @@ Every page lives under `/portal/<token>/`: the signed link is the credential, ca
 cookie, so the portal works inside an owner's iframe on another site (where browsers withhold third-party
 cookies). For the same reason forms need no CSRF token: nothing ambient authenticates them, a forged form cannot
 know the token. Pages are sent with `Referrer-Policy: no-referrer` (the token never leaves in a Referer header),
-`Cache-Control: no-store`, and `frame-ancestors` from the owner's portal settings (none by default).
+`Cache-Control: no-store`, and `frame-ancestors` from the owner's portal settings (none by default): every answer
+under `/portal/`, a refused link's and a 404's too. Stored settings are read through their rules
+(rules/portal_settings.py), so a value stored before a rule existed is left out, never a 500.
 
 What a tenant may do here is what its key may do through the API, through the same services.
 """
@@ -24,6 +26,7 @@ from delivery.engine import health, publishing, recovery, replay, subscribing, t
 from delivery.engine.confirmation import confirmation_resend
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
+from delivery.rules import portal_settings
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import EventType, Portal, Subscription, Topic
 from subscriptions.states import EndpointState
@@ -51,20 +54,31 @@ def portal_page(view):
             return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused)}, status=403), None)
         portal = Portal.objects.filter(owner_id=access.owner_id).first() or Portal(owner_id=access.owner_id)
         request.portal = {"access": access, "tenant": access.tenant, "token": token, "portal": portal,
+                          "brand": portal_settings.brand_colour(portal.colour),
                           "expires": datetime.fromtimestamp(expires, tz=UTC),
                           "read_only": access.read_only}
         if access.read_only and request.method == "POST":
             response = render(request, "herald/portal/refused.html", {
                 "reason": "This link lets you look, not change anything.", **request.portal}, status=403)
         else:
-            response = view(request, *args, **kwargs)
+            try:
+                response = view(request, *args, **kwargs)
+            except Http404:
+                response = render(request, "herald/portal/refused.html", {
+                    "title": "Not found", "reason": "There is no such page here.", **request.portal}, status=404)
         return _headers(response, portal)
 
     return wrapper
 
 
+@portal_page
+def not_found(request, rest: str = ""):
+    """Any other path under a portal link: a 404 with the portal's headers."""
+    raise Http404
+
+
 def _headers(response, portal):
-    ancestors = " ".join(portal.frame_ancestors) if portal is not None and portal.frame_ancestors else "'none'"
+    ancestors = portal_settings.csp_frame_ancestors(portal.frame_ancestors if portal is not None else None)
     response["Content-Security-Policy"] = f"frame-ancestors {ancestors}; default-src 'self'; img-src 'self' https: " \
                                           f"data:; style-src 'self' 'unsafe-inline'; form-action 'self'"
     response["Referrer-Policy"] = "no-referrer"
@@ -197,7 +211,7 @@ def run(name: str, subscription: Subscription, request) -> None:
     elif name == "enable":
         health.endpoint_enable(endpoint=subscription.endpoint)
     elif name == "move":
-        url = request.POST.get("url", "").strip()[:2048]
+        url = request.POST.get("url", "").strip()  # a URL too long is refused by the service, as through the API
         subscribing.subscription_update(subscription=subscription, endpoint=url)
     elif name == "types":
         subscribing.subscription_update(subscription=subscription, event_types=request.POST.getlist("event_types"))
@@ -208,7 +222,7 @@ def run(name: str, subscription: Subscription, request) -> None:
             hours = float(request.POST.get("hours", "1"))
         except ValueError:
             hours = 0
-        if not 0 < hours <= 24 * 30:
+        if not 1 / 60 <= hours <= 24 * 30:
             raise ApplicationError("Replay between a minute and 30 days (in hours).", field="hours")
         replay.replay_create(subscription=subscription, since=timezone.now() - timedelta(hours=hours))
 

@@ -112,3 +112,31 @@ def test_without_required_confirmation_a_changed_endpoint_stays_confirmed(api, r
     _, subscription = subscribe(api, receiver)
     changed = api.patch(f"/api/subscriptions/{subscription['id']}/", {"endpoint": other_receiver.url}, format="json")
     assert changed.json()["status"] == "confirmed"
+
+
+def test_a_changed_endpoint_and_token_url_are_asked_nothing_before_consent_even_after_a_resend(
+        api, receiver, other_receiver, run_worker, confirmation_on):
+    """Whatever asks: deliveries due, a resent confirmation request. The token URL is a real receiver on 127.0.0.1
+    that records every request; it gets none, and the new endpoint gets handshakes only (none with a token)."""
+    token_url = other_receiver
+    receiver.script, token_url.script = echoing, silent
+    topic, subscription = subscribe(api, receiver)
+    settle()
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+
+    receiver.script = silent  # no consent to the change (yet)
+    changed = api.patch(f"/api/subscriptions/{subscription['id']}/", {
+        "endpoint": receiver.url + "/moved", "oauth_token_url": token_url.url + "/token",
+        "oauth_client_id": "chosen-by-the-caller", "oauth_client_secret": "chosen-too"}, format="json")
+    assert changed.status_code == 200 and changed.json()["status"] == "pending_confirmation", changed.content
+    publish(api, topic, "meanwhile")
+    settle()
+    resent = api.post(f"/api/subscriptions/{subscription['id']}/resend-confirmation/")
+    assert resent.status_code == 202, resent.content
+    settle()
+
+    assert token_url.requests == []
+    moved = [r for r in receiver.requests if r.path.startswith("/hook/moved")]
+    assert [kinds_of(r) for r in moved] == ["herald.subscription.confirmation"] * 2
+    assert all("authorization" not in r.headers for r in moved)
+    assert Delivery.objects.get(subscription_id=subscription["id"]).next_attempt_at is None  # held, not sent

@@ -4,9 +4,12 @@ JSON), and nothing is stored."""
 import json
 
 import pytest
+from django.core.exceptions import ValidationError
 
+from delivery.engine import subscribing
+from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
-from subscriptions.models import Subscription, Topic
+from subscriptions.models import EventType, Subscription, Tenant, Topic
 
 pytestmark = pytest.mark.django_db
 
@@ -160,3 +163,53 @@ def test_filtering_by_another_users_id_answers_like_an_id_that_does_not_exist(ap
         assert other.json() == absent.json(), (path, name)
         # The owner still filters by it.
         assert other_api.get(path, {name: existing[name]}).json()["count"] == 1, (path, name)
+
+
+HEADER_BOUND = {
+    "endpoint with a line break": ({"endpoint": "http://127.0.0.1:9/a\r\nX-Injected: 1"}, "endpoint"),
+    "endpoint with a control character": ({"endpoint": "http://127.0.0.1:9/a\x01b"}, "endpoint"),
+    "endpoint with a tab": ({"endpoint": "http://127.0.0.1:9/a\tb"}, "endpoint"),
+    "token URL with a line break": ({"oauth_token_url": "http://127.0.0.1:9/token\nX: 1", "oauth_client_id": "c",
+                                     "oauth_client_secret": "s"}, "oauth_token_url"),
+    "header name with a trailing line break": ({"delivery_headers": [{"name": "X-Tenant\n", "value": "a"}]},
+                                               "delivery_headers"),
+    "header value with a line break": ({"delivery_headers": [{"name": "X-Tenant", "value": "a\r\nb"}]},
+                                       "delivery_headers"),
+    "content type with a line break": (
+        {"delivery_policy": {"requestPolicy": {"headerContentType": "text/plain; charset=utf-8\r\nX-Injected: 1"}}},
+        "delivery_policy"),
+}
+
+
+@pytest.mark.parametrize("fields,field", HEADER_BOUND.values(), ids=HEADER_BOUND.keys())
+def test_values_sent_in_headers_refuse_control_characters_on_create_and_change(api, topic, fields, field):
+    """Every value Herald later sends in an HTTP header (the URL's host and path, delivery headers, the token URL,
+    the policy's Content-Type) is checked where it is stored: a 400 naming the field, nothing stored."""
+    body = {"topic": topic["id"], "endpoint": "http://127.0.0.1:9/hook", **fields}
+    created = post_raw(api, "/api/subscriptions/", json.dumps(body))
+    assert created.status_code == 400 and field in created.json(), created.content
+    assert Subscription.objects.count() == 0
+    made = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "http://127.0.0.1:9/hook"},
+                    format="json").json()
+    changed = api.generic("PATCH", f"/api/subscriptions/{made['id']}/", json.dumps(fields),
+                          content_type="application/json")
+    assert changed.status_code == 400 and field in changed.json(), changed.content
+    stored = Subscription.objects.get()
+    assert stored.endpoint.url == "http://127.0.0.1:9/hook" and stored.delivery_headers == []
+    assert stored.oauth_token_url == "" and stored.delivery_policy is None
+
+
+def test_the_python_services_refuse_a_url_with_control_characters(user):
+    topic, _ = subscribing.topic_create(owner=user, name="orders")
+    with pytest.raises(ApplicationError, match="control characters") as refused:
+        subscribing.subscription_create(topic=topic, endpoint="http://127.0.0.1:9/a\r\nX-Injected: 1")
+    assert refused.value.field == "endpoint" and not Subscription.objects.exists()
+
+
+@pytest.mark.parametrize("model,fields", [
+    (Topic, {"name": "orders\n"}), (EventType, {"name": "order.created\n"}), (Tenant, {"external_id": "acme\n"}),
+])
+def test_names_refuse_a_trailing_line_break(user, model, fields):
+    with pytest.raises(ValidationError) as refused:
+        model(owner=user, **{"name": "n", **fields}).full_clean()
+    assert list(refused.value.message_dict) == list(fields)

@@ -6,11 +6,12 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
 
-from delivery.engine import subscribing
+from delivery.engine import subscribing, tenancy
 from delivery.engine.effective import subscription_policy
 from delivery.engine.errors import ApplicationError
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
 from delivery.rules import filter_policy as filters
+from delivery.web.api.ownership import tenant_scope
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
@@ -63,12 +64,21 @@ class EndpointDetailSerializer(EndpointSerializer):
 
 
 class TopicField(serializers.PrimaryKeyRelatedField):
-    """A topic by id, or by name among the requester's own topics."""
+    """A topic by id, or by name among the requester's own topics. For a tenant, its owner's topics open to
+    tenants: a closed one, by id or by name, answers exactly as a topic that does not exist."""
+
+    def get_queryset(self):
+        request = self.context.get("request")
+        access = tenancy.tenant_of(request) if request is not None else None
+        if access is None:
+            return super().get_queryset()
+        return tenant_scope(super().get_queryset(), access, "owner", "open")
 
     def to_internal_value(self, data):
         if isinstance(data, str) and not (data.isascii() and data.isdigit()):
             request = self.context.get("request")
-            topic = Topic.objects.filter(owner=request.user, name=data).first() if request is not None else None
+            found = self.get_queryset().filter(owner=request.user, name=data) if request is not None else None
+            topic = found.first() if found is not None else None
             if topic is None:
                 raise serializers.ValidationError(f"You have no topic named {data[:256]!r}.")
             return topic

@@ -1,10 +1,8 @@
 """The owner's side of tenants (docs/tenants.md): register them, give them keys and portal links, declare the event
 type catalog, brand the portal. A tenant's key reaches none of this (404), except reading the catalog."""
 
-import re
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -12,8 +10,8 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from delivery.engine import catalog, tenancy
-from delivery.engine.errors import ApplicationError
+from delivery.conf import herald
+from delivery.engine import event_types, tenancy
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
@@ -60,8 +58,15 @@ class RevokeKeySerializer(StrictInput, serializers.Serializer):
 
 class PortalLinkSerializer(StrictInput, serializers.Serializer):
     ttl_seconds = serializers.IntegerField(
-        default=3600, min_value=1, help_text="How long the link works (at most HERALD_PORTAL_LINK_MAX_SECONDS).")
+        default=3600, help_text="How long the link works: 1 second to HERALD_PORTAL_LINK_MAX_SECONDS (7 days).")
     read_only = serializers.BooleanField(default=False, help_text="The tenant may look, not change anything.")
+
+    def validate_ttl_seconds(self, value):
+        longest = herald.PORTAL_LINK_MAX_SECONDS
+        if not 1 <= value <= longest:
+            raise serializers.ValidationError(f"must be between 1 and {longest} seconds "
+                                              f"(HERALD_PORTAL_LINK_MAX_SECONDS)")
+        return value
 
 
 class PortalLinkCreatedSerializer(serializers.Serializer):
@@ -133,19 +138,13 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 
 class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
+    """The entry's shapes; its rules are the service's (delivery/engine/event_types.py), the admin's too."""
+
     class Meta:
         model = EventType
         fields = ["id", "name", "description", "schema", "example", "validate_payloads", "deprecated",
                   "open_to_tenants", "created_at"]
         read_only_fields = ["id", "created_at"]
-
-    def validate(self, data):
-        schema = data.get("schema", getattr(self.instance, "schema", None))
-        example = data.get("example", getattr(self.instance, "example", None))
-        found = catalog.entry_problems(schema, example, bool(data.get("validate_payloads")))
-        if found:
-            raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
-        return data
 
 
 class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
@@ -160,40 +159,22 @@ class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def perform_create(self, serializer):
-        if EventType.objects.filter(owner=self.request.user).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
-            raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
-                                   f"may have.")
-        self._save(serializer, owner=self.request.user)
+        serializer.instance = event_types.event_type_create(owner=self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
-        self._save(serializer)
+        serializer.instance = event_types.event_type_update(event_type=serializer.instance,
+                                                            **serializer.validated_data)
 
-    @staticmethod
-    def _save(serializer, **extra):
-        """Saved, or a 409 when the name is one the catalog already has (a create or a rename)."""
-        try:
-            with transaction.atomic():
-                serializer.save(**extra)
-        except IntegrityError:
-            raise ApplicationError("Your catalog already has this event type.", field="name",
-                                   status_code=409) from None
-
-
-ORIGIN = re.compile(r"^(https?://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?|'self')$")
+    def perform_destroy(self, instance):
+        event_types.event_type_delete(event_type=instance)
 
 
 class PortalSerializer(StrictInput, serializers.ModelSerializer):
+    """The settings' shapes; their rules are the service's (tenancy.portal_update), the admin's too."""
+
     class Meta:
         model = Portal
         fields = ["name", "logo_url", "colour", "frame_ancestors"]
-
-    def validate_frame_ancestors(self, value):
-        if not isinstance(value, list) or len(value) > 20:
-            raise serializers.ValidationError("must be a list of at most 20 origins")
-        bad = [item for item in value if not isinstance(item, str) or not ORIGIN.match(item)]
-        if bad:
-            raise serializers.ValidationError(f"not an origin (https://app.example.com or 'self'): {bad[0]!r:.100}")
-        return value
 
 
 class PortalSettingsView(HeraldAPI, APIView):
@@ -206,9 +187,8 @@ class PortalSettingsView(HeraldAPI, APIView):
         return Response(PortalSerializer(portal).data)
 
     def patch(self, request):
-        portal, _ = Portal.objects.get_or_create(owner=request.user)
-        serializer = PortalSerializer(portal, data=request.data, partial=True)
+        serializer = PortalSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        serializer.save()
-        return Response(serializer.data)
+        portal = tenancy.portal_update(owner=request.user, **serializer.validated_data)
+        return Response(PortalSerializer(portal).data)
 

@@ -6,11 +6,14 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from delivery.engine import catalog, tenancy
+from delivery.engine import event_types, tenancy
 from delivery.engine.errors import ApplicationError
+from delivery.rules import portal_settings
 from subscriptions.models import EventType, Portal, Tenant, TenantKey
 
 
@@ -26,8 +29,28 @@ class TenantKeyInline(admin.TabularInline):
         return False  # keys are made by the "new API key" action, which shows the key once
 
 
+class RefusedDeletesShown:
+    """A delete the service refuses (an ApplicationError: a 409 through the API) is shown on the object's page
+    instead of failing the request; nothing was deleted."""
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            opts = self.model._meta
+            return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id]))
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            try:
+                self.delete_model(request, obj)
+            except ApplicationError as exc:
+                self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+
+
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(RefusedDeletesShown, admin.ModelAdmin):
     list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
     list_filter = ["owner"]
     search_fields = ["external_id", "name"]
@@ -37,9 +60,12 @@ class TenantAdmin(admin.ModelAdmin):
     def delete_model(self, request, obj):
         tenancy.tenant_delete(tenant=obj)
 
-    def delete_queryset(self, request, queryset):
-        for tenant in queryset:
-            tenancy.tenant_delete(tenant=tenant)
+    def get_deleted_objects(self, objs, request):
+        """What goes with a tenant is the service's to delete (tenancy.tenant_delete, as through the API): its
+        subscriptions first (nothing else protects its endpoints), their deliveries and attempts (records no one
+        deletes by hand) with them."""
+        deleted, counts, _, _ = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), []
 
     @admin.display(description="subscriptions")
     def subscriptions(self, tenant):
@@ -85,29 +111,77 @@ class TenantKeyAdmin(admin.ModelAdmin):
 
 
 class EventTypeForm(forms.ModelForm):
-    """The API's rules: a valid schema, an example that matches it, a schema to validate against."""
+    """The API's rules (delivery/engine/event_types.py): a name a publish may use, a bounded description, a valid
+    schema, an example that matches it, a schema to validate against; no rename under tenants that chose it."""
 
     class Meta:
         model = EventType
-        fields = ["owner", "name", "description", "schema", "example", "validate_payloads", "deprecated",
-                  "open_to_tenants"]
+        fields = ["owner", *event_types.FIELDS]
 
     def clean(self):
         data = super().clean()
-        found = catalog.entry_problems(data.get("schema"), data.get("example"), bool(data.get("validate_payloads")))
-        for name, reason in found.items():
-            self.add_error(name, reason)
+        stored = self.instance if self.instance.pk else None
+        changes = {name: data[name] for name in event_types.FIELDS if name in data
+                   and (stored is None or name in self.changed_data)}
+        for name, reason in event_types.problems(changes=changes, event_type=stored).items():
+            self.add_error(name if name in self.fields else None, reason)
+        if stored is not None and "name" in changes and not self.errors:
+            refusal = event_types.in_use_refusal(EventType.objects.get(pk=stored.pk), "renaming")
+            if refusal:
+                self.add_error("name", refusal.message)
         return data
 
 
 @admin.register(EventType)
-class EventTypeAdmin(admin.ModelAdmin):
+class EventTypeAdmin(RefusedDeletesShown, admin.ModelAdmin):
     form = EventTypeForm
     list_display = ["name", "owner", "open_to_tenants", "validate_payloads", "deprecated"]
     list_filter = ["owner", "open_to_tenants", "deprecated"]
     search_fields = ["name", "description"]
 
+    def get_readonly_fields(self, request, obj=None):
+        return ["owner"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        """Through the services the API calls."""
+        if change:
+            stored = EventType.objects.get(pk=obj.pk)
+            form.instance = event_types.event_type_update(event_type=stored, **{
+                name: form.cleaned_data[name] for name in form.changed_data if name in event_types.FIELDS})
+        else:
+            form.instance = event_types.event_type_create(owner=obj.owner, **{
+                name: form.cleaned_data[name] for name in event_types.FIELDS if name in form.cleaned_data})
+        obj.pk = form.instance.pk  # the admin's answer names the row the service saved
+
+    def delete_model(self, request, obj):
+        event_types.event_type_delete(event_type=obj)
+
+
+class PortalForm(forms.ModelForm):
+    """The API's rules (rules/portal_settings.py): frame_ancestors go into a header of every portal answer."""
+
+    class Meta:
+        model = Portal
+        fields = ["owner", *tenancy.PORTAL_FIELDS]
+
+    def clean(self):
+        data = super().clean()
+        for name, reason in portal_settings.problems({name: data[name] for name in ("frame_ancestors", "colour")
+                                                      if name in data}).items():
+            self.add_error(name, reason)
+        return data
+
 
 @admin.register(Portal)
 class PortalAdmin(admin.ModelAdmin):
+    form = PortalForm
     list_display = ["owner", "name", "colour"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["owner"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        """Through the service the API calls."""
+        form.instance = tenancy.portal_update(owner=obj.owner, **{name: form.cleaned_data[name]
+                                                                  for name in tenancy.PORTAL_FIELDS})
+        obj.pk = form.instance.pk  # the admin's answer names the row the service saved

@@ -1,0 +1,56 @@
+"""What an owner's portal settings may be, and what the portal makes of them (pure; no Django).
+
+`frame_ancestors` goes into every portal answer's Content-Security-Policy header, so it is a list of plain origins
+(or `'self'`), each matched whole (`fullmatch`: a regex's `$` also matches before a final line break) and free of
+control characters (rules/header_text.py). `colour` goes into the pages' style sheet, so it is `#rrggbb` and
+nothing else. The API, the admin's form and `tenancy.portal_update` ask `problems`; the portal reads stored values
+through `csp_frame_ancestors` and `brand_colour`, which skip what these rules would refuse, so settings stored
+before a rule existed never break a page.
+"""
+
+import re
+
+from delivery.rules.header_text import control_problem
+
+MAX_ORIGINS = 20
+ORIGIN = re.compile(r"https?://(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?|'self'")
+COLOUR = re.compile(r"#[0-9A-Fa-f]{6}")
+NOT_AN_ORIGIN = "not an origin (https://app.example.com or 'self')"
+
+
+def origin_problem(value) -> str | None:
+    if not isinstance(value, str):
+        return NOT_AN_ORIGIN
+    return control_problem(value) or (None if ORIGIN.fullmatch(value) else f"{NOT_AN_ORIGIN}: {value!r:.100}")
+
+
+def frame_ancestors_problem(value) -> str | None:
+    if not isinstance(value, list) or len(value) > MAX_ORIGINS:
+        return f"must be a list of at most {MAX_ORIGINS} origins"
+    return next((f"[{n}]: {problem}" for n, item in enumerate(value) if (problem := origin_problem(item))), None)
+
+
+def colour_problem(value) -> str | None:
+    if value == "":
+        return None
+    return None if isinstance(value, str) and COLOUR.fullmatch(value) else "A colour as #rrggbb."
+
+
+CHECKS = {"frame_ancestors": frame_ancestors_problem, "colour": colour_problem}
+
+
+def problems(changes: dict) -> dict[str, str]:
+    """{field: reason} for each setting of `changes` that may not be stored."""
+    found = {name: CHECKS[name](value) for name, value in changes.items() if name in CHECKS}
+    return {name: reason for name, reason in found.items() if reason}
+
+
+def csp_frame_ancestors(stored) -> str:
+    """The Content-Security-Policy's frame-ancestors sources: the stored origins that pass the rule, else 'none'."""
+    usable = [item for item in stored or [] if origin_problem(item) is None] if isinstance(stored, list) else []
+    return " ".join(usable) or "'none'"
+
+
+def brand_colour(stored) -> str:
+    """The stored colour when it is one, else "" (the portal's own)."""
+    return stored if stored and colour_problem(stored) is None else ""
