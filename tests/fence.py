@@ -60,6 +60,11 @@ def up() -> None:
     _state["allowed"], _state["crossed"], _state["up"] = _own_services(), [], True
 
 
+def allow(host: str, port: int) -> None:
+    """A server the test itself runs and talks to (a gunicorn it started, say): the harness, not the product."""
+    _state["allowed"].add((host, port))
+
+
 def down() -> list[str]:
     """Takes the fence down; returns the connections it refused meanwhile."""
     _state["up"] = False
