@@ -47,10 +47,15 @@ TEMPLATES = [{
                                        "django.contrib.messages.context_processors.messages"]},
 }]
 
-# The host's database (this test: a database of its own on the test server).
-database = urlsplit(os.environ["DATABASE_URL"])
-DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "herald_host", "HOST": database.hostname,
-                         "PORT": database.port, "USER": database.username, "PASSWORD": database.password or ""}}
+# The host's database (this test: a database of its own on the test server; HOST_SQLITE: an SQLite file, as a
+# project installed without the postgres extra has).
+if os.environ.get("HOST_SQLITE"):
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ["HOST_SQLITE"]}}
+else:
+    database = urlsplit(os.environ["DATABASE_URL"])
+    DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "herald_host",
+                             "HOST": database.hostname, "PORT": database.port, "USER": database.username,
+                             "PASSWORD": database.password or ""}}
 
 # Herald's queues on the host's Redis (this test: a database index of its own).
 REDIS_URL = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path="/3"))
