@@ -179,7 +179,10 @@ def run(workdir: str) -> dict:
         Postgres(workdir, durable_commits=True, host=DB, port=5432, namespace=net.ns("db"),
                  trusted_network="10.88.1.0/24").start()
         from delivery.management import localredis
+        # Bound to the namespace's address without a password: Redis 7's protected mode would refuse every client
+        # from another host (the namespaces are this test's private network).
         processes["redis"] = net.run("db", [localredis.redis_server_binary(), "--bind", REDIS, "--port", "6379",
+                                            "--protected-mode", "no",
                                             "--save", "", "--appendonly", "no", "--loglevel", "warning"],
                                      stdout=subprocess.DEVNULL)
         received = os.path.join(workdir, "received.jsonl")

