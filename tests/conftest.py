@@ -3,6 +3,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import django_rq
@@ -18,7 +19,10 @@ from delivery.models import Delivery
 from tests import fence
 from tests.receiver import Receiver, Reply
 
-pytest_plugins = ["delivery.pytest_plugin"]  # the herald_outbox fixture, as a host project gets it
+# The herald_outbox fixture, as a host project gets it: by the installed package's entry point where this checkout
+# was `pip install`ed (registering it here too would be a second registration), else from here.
+pytest_plugins = [] if any(entry.value == "delivery.pytest_plugin"
+                           for entry in entry_points(group="pytest11")) else ["delivery.pytest_plugin"]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -47,8 +49,16 @@ def host_project(tmp_path, **environment):
     return host, env
 
 
-def test_a_host_project_embeds_the_installed_package(tmp_path):
-    python = installed(tmp_path, "[postgres]", "pytest", "pytest-django")
+@pytest.fixture(scope="module")
+def with_postgres(tmp_path_factory):
+    """A virtualenv with Herald[postgres] installed from this checkout, and pytest (as a host project's CI has);
+    with the checkout's own requirements too, for the test that runs the checkout's tests with it."""
+    return installed(tmp_path_factory.mktemp("installed"), "[postgres]", "pytest", "pytest-django", "cloudevents",
+                     "-r", str(ROOT / "requirements.txt"))
+
+
+def test_a_host_project_embeds_the_installed_package(tmp_path, with_postgres):
+    python = with_postgres
     host, env = host_project(tmp_path)
     run = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(host),
                           "check_host.py"], cwd=host, env=env, capture_output=True, text=True, timeout=600)
@@ -67,3 +77,13 @@ def test_without_the_postgres_extra_a_host_project_migrates_on_sqlite(tmp_path):
                              text=True, timeout=300)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "herald_delivery.0012" not in run.stderr
+
+
+def test_herald_s_own_tests_start_in_a_checkout_that_was_pip_installed(with_postgres):
+    """The installed package registers its pytest plugin by entry point; the checkout's conftest must not register
+    it a second time ("Plugin already registered under a different name")."""
+    env = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "PYTHONPATH")}
+    run = subprocess.run([str(with_postgres), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "tests/test_structure.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "test_no_import_cycles" in run.stdout
