@@ -54,11 +54,14 @@ def window_totals(endpoint_id: int, now) -> tuple[int, int]:
 
 
 def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = False, probe: bool = False) -> None:
-    """Apply a batch of attempt outcomes (True = success), in order, to one endpoint; transition if called for."""
+    """Apply a batch of attempt outcomes (True = success), in order, to one endpoint; transition if called for.
+
+    Every writer of an endpoint's counters takes the endpoint's row first (this, `evaluate`, transitions), so
+    concurrent workers' counts add up exactly: the window's totals are read under that lock, after every bucket
+    written before it, and never written back over a count that came in meanwhile."""
     if not outcomes:
         return
     failures = outcomes.count(False)
-    _add_to_window(endpoint_id, len(outcomes), failures, now)
     changes = {"window_attempts": F("window_attempts") + len(outcomes),
                "window_failures": F("window_failures") + failures}
     if True in outcomes:
@@ -68,17 +71,22 @@ def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = 
         changes["consecutive_failures"] = F("consecutive_failures") + failures
     if failures:
         changes["last_failure_at"] = now
-    Endpoint.objects.filter(id=endpoint_id).update(**changes)
+    with transaction.atomic():
+        Endpoint.objects.filter(id=endpoint_id).update(**changes)  # the row's lock, held to the commit
+        _add_to_window(endpoint_id, len(outcomes), failures, now)
     if failures or gone or probe:
         evaluate(endpoint_id, now, gone=gone, probe_succeeded=probe and outcomes[-1])
 
 
 def evaluate(endpoint_id: int, now, *, gone: bool = False, probe_succeeded: bool = False) -> None:
-    attempts, failures = window_totals(endpoint_id, now)
-    Endpoint.objects.filter(id=endpoint_id).update(window_attempts=attempts, window_failures=failures)
-    endpoint = Endpoint.objects.get(id=endpoint_id)
-    state = circuit.Health(endpoint.state, endpoint.consecutive_failures, attempts, failures,
-                           endpoint.last_success_at)
+    with transaction.atomic():
+        endpoint = Endpoint.objects.select_for_update().filter(id=endpoint_id).first()
+        if endpoint is None:
+            return
+        attempts, failures = window_totals(endpoint_id, now)  # under the lock: every count before it, none after
+        Endpoint.objects.filter(id=endpoint_id).update(window_attempts=attempts, window_failures=failures)
+        state = circuit.Health(endpoint.state, endpoint.consecutive_failures, attempts, failures,
+                               endpoint.last_success_at)
     transition = circuit.next_state(state, thresholds(), now, gone=gone, probe_succeeded=probe_succeeded)
     if transition:
         transition_endpoint(endpoint, transition.to_state, transition.reason, now=now)
