@@ -17,17 +17,22 @@ renders is redacted. `RedactingFilter` does the same for a handler configured by
 
 import logging
 import re
+from urllib.parse import unquote
 
 REDACTED = "[redacted]"
+_START = r"(?<![A-Za-z0-9])"  # not inside a longer word (`\b` misses `x_htk_…` and `%3Dhtk_…`)
 _PATTERNS = [
-    (re.compile(r"(/portal/)[^/\s?#\"'<>]+"), rf"\g<1>{REDACTED}"),
-    (re.compile(r"\b(htk_|whsec_|whsk_)[A-Za-z0-9+/=_-]+"), rf"\g<1>{REDACTED}"),
-    (re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=:-]+", re.IGNORECASE), rf"\g<1>\g<2>{REDACTED}"),
-    (re.compile(r"\b(Token)(\s+)[A-Za-z0-9._~+/=:-]{20,}"), rf"\g<1>\g<2>{REDACTED}"),  # DRF's: 40 hex digits
-    (re.compile(r"((?:access_|refresh_|id_|confirmation_)?token|client_secret|secret|password|validationCode|"
-                r"validationResponse)(\"?'?\s*[:=]\s*\"?'?)(?!\[redacted\])[^\s\"'&,;}]+", re.IGNORECASE),
+    (re.compile(r"(/portal(?:/|%2F))[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
+    (re.compile(r"(%2Fportal(?:/|%2F))[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
+    (re.compile(r"(htk_|whsec_|whsk_)[A-Za-z0-9+/=_-]+"), rf"\g<1>{REDACTED}"),
+    (re.compile(_START + r"(Bearer|Basic)(\s+)\"?[A-Za-z0-9._~+/=:,;-]+\"?", re.IGNORECASE),
      rf"\g<1>\g<2>{REDACTED}"),
-    (re.compile(r"\b[0-9a-f]{64}\b"), REDACTED),  # a confirmation token (SHA-256 digests are taken with it)
+    (re.compile(_START + r"(Token)(\s+)[A-Za-z0-9._~+/=:-]{20,}", re.IGNORECASE), rf"\g<1>\g<2>{REDACTED}"),  # DRF's
+    (re.compile(r"((?:access_|refresh_|id_|confirmation_)?token|client_secret|secret|password|validationCode|"
+                r"validationResponse)(\"?'?\s*(?:[:=]|%3D)\s*\"?'?)(?!\[redacted\])[^\s\"'&}]+", re.IGNORECASE),
+     rf"\g<1>\g<2>{REDACTED}"),
+    (re.compile(_START + r"[0-9a-f]{64}(?![A-Za-z0-9])"), REDACTED),  # a confirmation token (SHA-256 digests alike)
+    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), rf"\g<1>{REDACTED}@"),  # user:password in a URL
 ]
 
 
@@ -35,6 +40,14 @@ def redact(text: str) -> str:
     """`text` with every credential Herald knows the shape of replaced by [redacted]."""
     if not text:
         return text
+    if "%" in text:  # a percent-encoded credential (`/%70ortal/<token>/` reaches the portal too): the line is
+        decoded = unquote(text)  # written decoded where decoding shows one
+        if _sub(decoded) != decoded:
+            return _sub(decoded)
+    return _sub(text)
+
+
+def _sub(text: str) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

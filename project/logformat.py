@@ -1,10 +1,22 @@
-"""JSON log lines (HERALD_LOG_FORMAT=json): one object per line, with a record's structured fields at the top level."""
+"""JSON log lines (HERALD_LOG_FORMAT=json): one object per line, with a record's structured fields at the top level.
+Every value is redacted before it is encoded (delivery/redaction.py): after encoding, escaped quotes and newlines
+would hide a credential's shape."""
 
 import json
 import logging
 from datetime import UTC, datetime
 
 from delivery.redaction import redact
+
+
+def _redacted(value):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(item) for item in value]
+    return value if isinstance(value, (int, float, bool)) or value is None else redact(str(value))
 
 
 class JSONFormatter(logging.Formatter):
@@ -14,4 +26,6 @@ class JSONFormatter(logging.Formatter):
         entry.update(getattr(record, "herald", None) or {})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact(json.dumps(entry, default=str))
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return json.dumps(_redacted(entry))
