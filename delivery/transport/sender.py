@@ -57,6 +57,9 @@ EXCERPT_BYTES = 4096
 DRAIN_LIMIT = 64 * 1024  # read this much at most so that the connection can be reused
 MAX_FIELD_BYTES = 64 * 1024  # one response header line; a longer one makes the answer invalid
 CONNECT_TIMEOUT_CAP = 10.0
+# Stalled sends a process keeps open beyond its slots, per slot: past it a stalled send keeps its slot (a bound on
+# open connections, whatever number of endpoints stop answering).
+STALLED_PER_SLOT = 4
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,10 @@ def pre_checked(url: str) -> None:
 class _Slot:
     """A send's hold on one of the process's slots, given back once: when it is answered or when it stalls."""
 
-    __slots__ = ("share", "held", "semaphore")
+    __slots__ = ("share", "held", "semaphore", "stalled")
 
     def __init__(self, share):
-        self.share, self.held, self.semaphore = share, True, False
+        self.share, self.held, self.semaphore, self.stalled = share, True, False, False
 
 
 class Transport:
@@ -130,6 +133,8 @@ class Transport:
         self._pending = 0  # submitted, not yet answered (read from other threads)
         self._active = 0  # submitted, not yet answered nor stalled: holding a slot
         self._active_by_share: Counter = Counter()
+        self._stalled = 0  # sends that gave their slot back, still waiting: open connections beyond the slots
+        self.max_stalled = STALLED_PER_SLOT * max_in_flight
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
         self.loop = asyncio.new_event_loop()
@@ -188,6 +193,15 @@ class Transport:
         with self._lock:
             self._pending -= 1
 
+    def _stall(self, slot: _Slot) -> None:
+        """Unanswered past the bound: the slot goes back, unless the process already keeps as many stalled sends
+        open as it allows (then it keeps its slot, and the shares see it as held)."""
+        if self._stalled >= self.max_stalled:
+            return
+        self._stalled += 1
+        slot.stalled = True
+        self._give_back(slot)
+
     def _give_back(self, slot: _Slot) -> None:
         """The slot is free for others (on the loop): the send was answered, stalled or never started."""
         if slot.semaphore:
@@ -221,7 +235,7 @@ class Transport:
             if start_by is not None and time.monotonic() > start_by:  # the loop itself got to it too late
                 entry[0].release()
                 return None
-            stall = self.loop.call_later(self.stalled_after, self._give_back, slot)
+            stall = self.loop.call_later(self.stalled_after, self._stall, slot)
             try:
                 return await self._post_authorized(request, timeout)
             finally:
@@ -229,6 +243,8 @@ class Transport:
         finally:
             if stall is not None:
                 stall.cancel()
+            if slot.stalled:
+                self._stalled -= 1
             self._give_back(slot)
             entry[1] -= 1
             if entry[1] == 0:

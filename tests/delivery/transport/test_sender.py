@@ -137,3 +137,23 @@ def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_it
     finally:
         transport.close()
         silent.close()
+
+
+def test_stalled_sends_beyond_the_process_bound_keep_their_slots():
+    """A bound on open connections whatever number of endpoints stop answering: past STALLED_PER_SLOT stalled
+    sends per slot, a stalled send keeps its slot (and the shares see it held)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    transport = Transport(max_in_flight=2, per_endpoint=4, stalled_after=0.05)
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        for n in range(12):
+            transport.submit(OutgoingRequest(url=f"{url}/{n % 3}", headers={}, body=b"{}"), timeout=30,
+                             key=f"silent-{n % 3}", share=(1, 5))
+        assert transport.max_stalled == 8
+        wait_until(lambda: transport._stalled == 8, timeout=10)
+        assert transport.pending == 12 and transport.active == 4  # 2 holding slots, 2 waiting for one
+    finally:
+        transport.close()
+        silent.close()
