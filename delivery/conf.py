@@ -42,6 +42,10 @@ DEFAULTS: dict[str, object] = {
     # Tenants (docs/tenants.md): how many an owner may register, and each tenant's share of its owner's.
     "MAX_TENANTS_PER_OWNER": 100_000,
     "MAX_ENDPOINTS_PER_TENANT": 20,
+    # What `delivery.events.publish(..., tenant=…)` does with a tenant not registered yet: "record" (kept for the
+    # owner's own subscriptions, a warning logged), "create" (registered now) or "refuse" (PublishError). The API
+    # refuses unless the body says otherwise (docs/tenants.md).
+    "PUBLISH_UNKNOWN_TENANT": "record",
     "MAX_SUBSCRIPTIONS_PER_TENANT": 100,
     "MAX_REPLAYS_PER_TENANT_PER_HOUR": 5,
     "MAX_KEYS_PER_TENANT": 10,

@@ -68,20 +68,25 @@ def resolve_topic(topic, owner=None, create: bool | None = None) -> Topic:
 def publish(topic, payload=None, *, owner=None, event_type: str = "herald.message", subject: str = "",
             attributes: dict | None = None, idempotency_key: str | None = None, text: str | None = None,
             create: bool | None = None, ordering_key: str | None = None, tenant=None,
-            broadcast: bool = False) -> Message:
+            broadcast: bool = False, unknown_tenant: str | None = None) -> Message:
     """Publish an event to `topic` (a Topic, or a topic's name with `owner` or HERALD_PUBLISH_OWNER) and return
     its Message. `payload` is any JSON value; `text` sends plain text instead. Inside `transaction.atomic()` the
     event is part of the caller's transaction: nothing is sent unless and until it commits. The same
     `idempotency_key` on the same topic within 24 hours returns the first message instead of a second one.
     Subscriptions with ordered delivery receive the messages of one `ordering_key` in publish order. `tenant` (a
     Tenant or its external id) addresses the event to that tenant's subscriptions (and the owner's own);
-    `broadcast=True` to every tenant's; neither: the owner's own subscriptions only (docs/tenants.md)."""
+    `broadcast=True` to every tenant's; neither: the owner's own subscriptions only (docs/tenants.md). A `tenant`
+    the owner has not registered is, by `unknown_tenant` (default HERALD_PUBLISH_UNKNOWN_TENANT, "record"):
+    "record" (the message is kept for the owner's own subscriptions, a warning logged: the caller's transaction
+    goes on), "create" (the tenant is registered now, within HERALD_MAX_TENANTS_PER_OWNER) or "refuse"
+    (PublishError)."""
     resolved = resolve_topic(topic, owner, create)
     data = {"event_type": event_type, "subject": subject, "attributes": attributes or {}}
     if ordering_key is not None:
         data["ordering_key"] = ordering_key
     if tenant is not None:
         data["tenant"] = tenant if isinstance(tenant, str) else getattr(tenant, "external_id", tenant)
+        data["unknown_tenant"] = unknown_tenant or herald.PUBLISH_UNKNOWN_TENANT
     if broadcast:
         data["broadcast"] = broadcast
     data.update({"message": text} if text is not None else {"payload": payload})

@@ -89,7 +89,12 @@ class EventType(models.Model):
     schema = models.JSONField(null=True, blank=True, help_text="A JSON Schema (2020-12) of its payload.")
     example = models.JSONField(null=True, blank=True)
     validate_payloads = models.BooleanField(default=False, help_text=(
-        "Refuse a publish whose payload does not match the schema (400 naming the path)."))
+        "Check each publish's payload against the schema (what a mismatch does: on_mismatch)."))
+    on_mismatch = models.CharField(max_length=8, default="refuse", choices=[
+        ("refuse", "refuse the publish (400 naming the path)"),
+        ("record", "record the mismatch on the message and deliver it")], help_text=(
+        "What a payload that does not match does, with validate_payloads: refuse it, or record why on the message "
+        "(the fan-out shows it, the log and /metrics count it) and deliver it all the same."))
     deprecated = models.BooleanField(default=False)
     open_to_tenants = models.BooleanField(default=True, help_text=(
         "Tenants see it and may choose it (on a topic open to them)."))

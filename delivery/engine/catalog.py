@@ -77,22 +77,29 @@ def _check(schema, payload) -> tuple[bool, str] | None:
     return True, f"{path}: {error.message[:300]}"
 
 
-def refusals(owner_id: int, entries) -> dict[int, ApplicationError]:
-    """{index: 400} for the entries whose event type the owner validates and whose payload does not match its
-    schema (or could not be checked within its budget). One query for the batch, and only when the owner validates
-    some type."""
+def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, str]]:
+    """For the entries whose event type the owner validates and whose payload does not match its schema (or could
+    not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
+    mismatch and delivers). One query for the batch, and only when the owner validates some type."""
     types = {entry.event_type for entry in entries}
-    schemas = dict(EventType.objects.filter(owner_id=owner_id, name__in=types, validate_payloads=True)
-                   .exclude(schema=None).values_list("name", "schema"))
-    refused = {}
+    checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in
+               EventType.objects.filter(owner_id=owner_id, name__in=types, validate_payloads=True)
+               .exclude(schema=None).values_list("name", "schema", "on_mismatch")}
+    refused, recorded = {}, {}
     for n, entry in enumerate(entries):
-        if entry.event_type in schemas:
-            found = _check(schemas[entry.event_type], entry.payload)
-            if found is not None:
-                checked, why = found
-                refused[n] = ApplicationError(f"does not match the schema of {entry.event_type!r}: {why}" if checked
-                                              else f"a payload of {entry.event_type!r} {why}", field="payload")
-    return refused
+        if entry.event_type in checked:
+            schema, on_mismatch = checked[entry.event_type]
+            found = _check(schema, entry.payload)
+            if found is None:
+                continue
+            checked_it, why = found
+            reason = (f"does not match the schema of {entry.event_type!r}: {why}" if checked_it
+                      else f"a payload of {entry.event_type!r} {why}")
+            if on_mismatch == "record":
+                recorded[n] = reason[:512]
+            else:
+                refused[n] = ApplicationError(reason, field="payload")
+    return refused, recorded
 
 
 def tenant_choice_problem(owner_id: int, event_types) -> str | None:

@@ -14,7 +14,8 @@ from delivery.engine.errors import ApplicationError
 from delivery.rules import catalog_entry
 from subscriptions.models import EventType, Subscription
 
-FIELDS = ("name", "description", "schema", "example", "validate_payloads", "deprecated", "open_to_tenants")
+FIELDS = ("name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
+          "open_to_tenants")
 NAMED_AT_MOST = 20
 
 

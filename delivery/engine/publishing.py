@@ -11,19 +11,23 @@ so a key's race or conflict concerns that entry alone.
 
 import hashlib
 import json
+import logging
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine import catalog, clock, fanout, lifecycle, ordering, quotas
+from delivery.engine import catalog, clock, fanout, lifecycle, ordering, quotas, tenancy
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import publish_input
 from delivery.rules.wire import payload_bytes
 from subscriptions.models import EventType, Subscription, Tenant, Topic
+
+log = logging.getLogger(__name__)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 # Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
@@ -49,6 +53,8 @@ class Entry:
     tenant: str | None = None  # a tenant's external id: for its subscriptions and the owner's own only
     broadcast: bool = False  # for every tenant's subscriptions too
     tenant_id: int | None = None  # `tenant`, resolved among the topic owner's tenants when published
+    unknown_tenant: str = "refuse"  # if `tenant` is not registered: refuse, create or record (publish_input)
+    schema_mismatch: str = ""  # why the payload does not match its type's schema, where the type records it
 
     def fingerprint(self) -> str:
         """What a repeated idempotency key must repeat (the key itself aside)."""
@@ -82,7 +88,7 @@ def entry_from(data: dict, *, idempotency_key: str | None = None) -> Entry:
                  subject=data.get("subject", ""), attributes=data.get("attributes") or {},
                  idempotency_key=data.get("idempotency_key") or idempotency_key,
                  ordering_key=data.get("ordering_key") or None, tenant=data.get("tenant") or None,
-                 broadcast=bool(data.get("broadcast")))
+                 broadcast=bool(data.get("broadcast")), unknown_tenant=data.get("unknown_tenant") or "refuse")
 
 
 def message_publish(*, topic: Topic, **fields) -> Published:
@@ -110,7 +116,13 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
     """The one path. Entries without a key cost one transaction together; each keyed entry is published on its own.
     When keyed entries and ordering keys mix, every entry goes on its own, in order, so the ordering keys keep the
     batch's order."""
-    results: dict[int, Published | ApplicationError] = catalog.refusals(topic.owner_id, entries)
+    results: dict[int, Published | ApplicationError]
+    results, mismatched = catalog.refusals(topic.owner_id, entries)
+    entries = list(entries)
+    for n, why in mismatched.items():  # the event type records a mismatch and delivers
+        entries[n] = replace(entries[n], schema_mismatch=why)
+        log.warning("a message to topic %r is published with a payload that %s (on_mismatch=record)", topic.name,
+                    why.removeprefix(f"a payload of {entries[n].event_type!r} "))
     entries, unknown = addressed(topic, entries)
     results.update(unknown)  # entries refused here fail alone; the others are published all the same
     kept = [n for n in range(len(entries)) if n not in results]
@@ -129,8 +141,9 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
 
 
 def addressed(topic: Topic, entries: list[Entry]) -> tuple[list[Entry], dict[int, ApplicationError]]:
-    """The entries with their tenants resolved among the topic owner's (one query), and a 400 for each entry that
-    names a tenant the owner does not have."""
+    """The entries with their tenants resolved among the topic owner's (one query). A tenant the owner does not
+    have: a 400 for that entry (`unknown_tenant` "refuse"), the tenant registered now, within the owner's quota
+    ("create"), or the message kept for the owner's own subscriptions only, with a warning in the log ("record")."""
     names = {entry.tenant for entry in entries if entry.tenant and entry.tenant_id is None}
     if not names:
         return entries, {}
@@ -139,9 +152,19 @@ def addressed(topic: Topic, entries: list[Entry]) -> tuple[list[Entry], dict[int
     resolved, unknown = [], {}
     for n, entry in enumerate(entries):
         if entry.tenant and entry.tenant_id is None:
-            if entry.tenant not in known:
-                unknown[n] = ApplicationError(f"You have no tenant {entry.tenant!r}; register it first "
-                                              f"(POST /api/tenants/).", field="tenant")
+            if entry.tenant not in known and entry.unknown_tenant == "create":
+                try:
+                    known[entry.tenant] = tenancy.tenant_create(owner=topic.owner, external_id=entry.tenant)[0].id
+                except ApplicationError as exc:  # the owner's tenant quota
+                    unknown[n] = ApplicationError(f"{entry.tenant!r} is not registered and cannot be created: "
+                                                  f"{exc.as_payload().get('detail', exc)}", field="tenant")
+            elif entry.tenant not in known and entry.unknown_tenant == "record":
+                log.warning("a message to topic %r names tenant %r, which is not registered: it is kept for your own "
+                            "subscriptions only (unknown_tenant=record)", topic.name, entry.tenant)
+            elif entry.tenant not in known and n not in unknown:
+                unknown[n] = ApplicationError(
+                    f"You have no tenant {entry.tenant!r}; register it first (POST {reverse('herald:tenant-list')}),"
+                    f" or publish with unknown_tenant \"create\" or \"record\".", field="tenant")
             entry = replace(entry, tenant_id=known.get(entry.tenant))
         resolved.append(entry)
     return resolved, unknown
@@ -192,7 +215,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                 subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
                 idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
                 fanout_pending=large, fanout_skipped=skipped, ordering_key=key or None, tenant_id=entry.tenant_id,
-                broadcast=entry.broadcast))
+                broadcast=entry.broadcast, schema_mismatch=entry.schema_mismatch))
             chosen_for.append(chosen)
             waiting_for.append(waiting)
         Message.objects.bulk_create(messages)

@@ -1,7 +1,7 @@
 """What a publish may carry, checked the same way for the API (its serializers) and for Python (`events.publish`,
 through `publishing.entry_from`): one of a JSON payload or a text message, an event type that is not Herald's
 own, a subject, attributes of strings and numbers, a printable ordering key, one tenant (its external id) or a
-broadcast to every tenant. Pure: {field: reason}."""
+broadcast to every tenant, and what to do if that tenant is not registered. Pure: {field: reason}."""
 
 import re
 from collections.abc import Mapping
@@ -53,6 +53,18 @@ def tenant_problem(value) -> str | None:
     return None
 
 
+# What a publish for a tenant the owner has not registered does (docs/tenants.md, "A tenant not registered yet"):
+# refuse it (400), create the tenant (within the owner's tenant quota), or record the message for the owner's own
+# subscriptions only and go on.
+UNKNOWN_TENANT = ("refuse", "create", "record")
+
+
+def unknown_tenant_problem(value) -> str | None:
+    if value is None or value in UNKNOWN_TENANT:
+        return None
+    return f"must be one of {', '.join(UNKNOWN_TENANT)}"
+
+
 def problems(data: Mapping) -> dict[str, str]:
     """{field: reason} for a publish body (fields absent take their defaults)."""
     found = {}
@@ -73,6 +85,9 @@ def problems(data: Mapping) -> dict[str, str]:
     reason = tenant_problem(data.get("tenant"))
     if reason:
         found["tenant"] = reason
+    reason = unknown_tenant_problem(data.get("unknown_tenant"))
+    if reason:
+        found["unknown_tenant"] = reason
     subject = data.get("subject", "")
     if not isinstance(subject, str) or len(subject) > MAX_SUBJECT:
         found["subject"] = f"must be a string of at most {MAX_SUBJECT} characters"

@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from delivery.conf import herald
-from delivery.models import Attempt
+from delivery.models import Attempt, Message
 from delivery.web import selectors
 
 RECENT = timedelta(minutes=5)
@@ -50,6 +50,14 @@ class HeraldCollector:
                            .annotate(n=Count("id")).order_by()):
             attempts.add_metric([outcome], n)
         yield attempts
+
+        drift = GaugeMetricFamily("herald_recent_schema_mismatches", "Messages published in the last five minutes "
+                                  "whose payload did not match their event type's schema (on_mismatch record).",
+                                  labels=["event_type"])
+        for event_type, n in (Message.objects.filter(published_at__gte=since).exclude(schema_mismatch="")
+                              .values_list("event_type").annotate(n=Count("id")).order_by()):
+            drift.add_metric([event_type], n)
+        yield drift
 
         queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
         try:

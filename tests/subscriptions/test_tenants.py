@@ -108,7 +108,7 @@ def test_python_publish_takes_a_tenant(shop, user):
     tenant = Tenant.objects.get(external_id="acme")
     assert receivers_of(publish("orders", 2, owner=user, tenant=tenant).id) == {"acme", "own"}
     with pytest.raises(PublishError, match="tenant"):
-        publish("orders", 3, owner=user, tenant="nobody")
+        publish("orders", 3, owner=user, tenant="nobody", unknown_tenant="refuse")
 
 
 def test_fan_out_reads_the_owners_and_one_tenants_subscriptions(shop):

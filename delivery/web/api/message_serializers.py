@@ -50,7 +50,7 @@ class MessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Message
         fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
-                  "published_at", "idempotency_key", "ordering_key"]
+                  "published_at", "idempotency_key", "ordering_key", "schema_mismatch"]
         read_only_fields = fields
 
 

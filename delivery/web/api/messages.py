@@ -75,7 +75,9 @@ class MessageViewSet(ReadOnlyViewSet):
             raise ApplicationError("A subscription id (a positive integer).", field="subscription")
         shown = fanout_report.subscriptions(message, subscription_id=int(raw) if raw else None, outcome=outcome)
         rows = fanout_report.decisions(message, self.paginate_queryset(shown))
-        return self.get_paginated_response(FanoutDecisionSerializer(rows, many=True).data)
+        response = self.get_paginated_response(FanoutDecisionSerializer(rows, many=True).data)
+        response.data["schema_mismatch"] = message.schema_mismatch  # published all the same (on_mismatch record)
+        return response
 
 
 class DeliveryViewSet(ReadOnlyViewSet):

@@ -283,6 +283,10 @@ class PublishSerializer(StrictInput, serializers.Serializer):
                   "own only (docs/tenants.md). Empty: your own subscriptions only.")
     broadcast = serializers.BooleanField(required=False, default=False,
                                          help_text="The message goes to every tenant's subscriptions too.")
+    unknown_tenant = serializers.ChoiceField(
+        choices=publish_input.UNKNOWN_TENANT, required=False, default="refuse",
+        help_text="If `tenant` is not registered: refuse (400, the default), create (register it now, within your "
+                  "tenant quota) or record (keep the message for your own subscriptions only).")
 
     def validate_tenant(self, value):
         return self._checked(publish_input.tenant_problem, value) or None

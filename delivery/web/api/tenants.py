@@ -142,14 +142,15 @@ class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
 
     class Meta:
         model = EventType
-        fields = ["id", "name", "description", "schema", "example", "validate_payloads", "deprecated",
+        fields = ["id", "name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
                   "open_to_tenants", "created_at"]
         read_only_fields = ["id", "created_at"]
 
 
 class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     """The catalog of event types you publish: what subscribers (and your tenants) choose from; with
-    `validate_payloads`, a publish of that type whose payload does not match the schema is refused (400)."""
+    `validate_payloads`, a publish of that type whose payload does not match the schema is refused (400), or, with
+    `on_mismatch` "record", published with the mismatch recorded on the message."""
 
     queryset = EventType.objects.all()
     serializer_class = EventTypeSerializer
