@@ -33,7 +33,8 @@ class Message(models.Model):
     payload = models.JSONField(null=True, blank=True)
     payload_is_text = models.BooleanField(default=False, help_text="Published as `message` (text), not `payload`.")
     attributes = models.JSONField(default=dict, blank=True)
-    schema_mismatch = models.CharField(max_length=512, blank=True, default="", help_text=(
+    # db_default: rows written by code that predates the column (a rolling upgrade, raw SQL) still insert.
+    schema_mismatch = models.CharField(max_length=512, blank=True, default="", db_default="", help_text=(
         "Why its payload did not match its event type's schema, published all the same (on_mismatch record)."))
     published_at = models.DateTimeField(db_index=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 (NULL = no key; unique when set)

@@ -90,7 +90,7 @@ class EventType(models.Model):
     example = models.JSONField(null=True, blank=True)
     validate_payloads = models.BooleanField(default=False, help_text=(
         "Check each publish's payload against the schema (what a mismatch does: on_mismatch)."))
-    on_mismatch = models.CharField(max_length=8, default="refuse", choices=[
+    on_mismatch = models.CharField(max_length=8, default="refuse", db_default="refuse", choices=[
         ("refuse", "refuse the publish (400 naming the path)"),
         ("record", "record the mismatch on the message and deliver it")], help_text=(
         "What a payload that does not match does, with validate_payloads: refuse it, or record why on the message "
