@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import requests
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 from rest_framework.authtoken.models import Token
 
 from delivery.management import localredis
@@ -148,3 +150,12 @@ def test_a_redis_server_installed_on_the_machine_comes_before_the_bundled_one(tm
     assert localredis.redis_server_binary() == str(installed)
     monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}/nonexistent")
     assert localredis.redis_server_binary() != str(installed)  # only the bundled one: that one
+
+
+def test_the_demo_account_is_refused_outside_a_local_run(settings):
+    """`herald_demo` makes a superuser with a known password: with DEBUG off (a deployment, a host project) it
+    refuses and creates nothing."""
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="for local runs only"):
+        call_command("herald_demo")
+    assert not get_user_model().objects.filter(username="admin").exists()
