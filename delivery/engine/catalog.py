@@ -10,6 +10,8 @@ HERALD_SCHEMA_CHECK_BUDGET units; one that needs more is refused with a 400 sayi
 
 import json
 
+from django.urls import reverse
+
 from delivery.conf import herald
 from delivery.engine.errors import ApplicationError
 from delivery.rules import json_schema
@@ -110,7 +112,7 @@ def tenant_choice_problem(owner_id: int, event_types) -> str | None:
     if not offered and not EventType.objects.filter(owner_id=owner_id).exists():
         return None
     if not event_types:
-        return "choose the event types to receive from the catalog (GET /api/event-types/)"
+        return f"choose the event types to receive from the catalog (GET {reverse('herald:eventtype-list')})"
     unknown = [name for name in event_types if name not in offered]
     if unknown:
         return f"not in the catalog of event types you may choose: {', '.join(repr(n) for n in unknown[:5])}"

@@ -5,6 +5,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 
 from delivery.conf import herald
 from delivery.engine import catalog, clock, lifecycle, quotas, tenancy
@@ -55,8 +56,9 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
     different = [field for field, value in asked.items()
                  if value is not None and value != getattr(existing, field)]
     if different:
+        path = reverse("herald:topic-detail", args=[existing.id])
         raise ApplicationError(f"You already have a topic named {name!r} (id {existing.id}) with a different "
-                               f"{' and '.join(different)}; change it with PATCH /api/topics/{existing.id}/.",
+                               f"{' and '.join(different)}; change it with PATCH {path}.",
                                field="name", status_code=409)
     return existing, False
 
@@ -159,9 +161,10 @@ def subscription_create(
                 and credentials[name] != getattr(existing, name)] + (
                 ["secret"] if own_secret and not hmac.compare_digest(str(existing.secret), secret) else [])
             if different:
+                path = reverse("herald:subscription-detail", args=[existing.id])
                 raise ApplicationError(
                     f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
-                    f"different {' and '.join(different)}; change it with PATCH /api/subscriptions/{existing.id}/.",
+                    f"different {' and '.join(different)}; change it with PATCH {path}.",
                     field="endpoint", status_code=409)
             return existing, None
         quotas.subscriptions(topic.owner)

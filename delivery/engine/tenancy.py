@@ -67,8 +67,9 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
     different = [field for field, value in (("name", name), ("metadata", metadata))
                  if value and value != getattr(existing, field)]
     if different:
+        path = reverse("herald:tenant-detail", args=[existing.id])
         raise ApplicationError(f"You already have a tenant {external_id!r} (id {existing.id}) with a different "
-                               f"{' and '.join(different)}; change it with PATCH /api/tenants/{existing.id}/.",
+                               f"{' and '.join(different)}; change it with PATCH {path}.",
                                field="external_id", status_code=409)
     return existing, False
 

@@ -9,7 +9,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
@@ -55,6 +55,27 @@ class HeraldAPI:
             if access.read_only and request.method not in SAFE_METHODS:
                 raise PermissionDenied("This key is read-only.")
         refuse_body(self, request)
+        if getattr(self, "action", None) == "list":
+            refuse_unknown_parameters(self, request)
+
+
+# What every list takes besides its filters: pagination, ordering, DRF's format switch.
+LIST_PARAMETERS = frozenset({"limit", "offset", "format"})
+
+
+def refuse_unknown_parameters(view, request) -> None:
+    """A list route refuses a query parameter it does not know (400 naming it), as an unknown body field is: a
+    misspelt or unsupported filter (`?tenant=` where there is none) would otherwise list everything."""
+    known = set(LIST_PARAMETERS)
+    if getattr(view, "ordering_fields", None):
+        known.add("ordering")
+    filterset = DjangoFilterBackend().get_filterset_class(view, view.get_queryset())
+    if filterset is not None:
+        known |= set(filterset.base_filters)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise ValidationError({name: [f"is not a parameter of this list; it takes {', '.join(sorted(known))}"]
+                               for name in unknown[:10]})
 
 
 def extend_schema(**kwargs):

@@ -3,7 +3,7 @@
 from datetime import UTC
 
 from django import forms
-from django_filters.rest_framework import DateTimeFilter, FilterSet, ModelChoiceFilter, NumberFilter
+from django_filters.rest_framework import CharFilter, DateTimeFilter, FilterSet, ModelChoiceFilter, NumberFilter
 
 from delivery.models import Delivery, Message
 from delivery.web.api.ownership import owned_choices
@@ -28,14 +28,19 @@ class UTCDateTimeFilter(DateTimeFilter):
     field_class = UTCDateTimeField
 
 
+def tenant_filter(path: str = "tenant") -> CharFilter:
+    return CharFilter(field_name=f"{path}__external_id", help_text="A tenant's external id: its objects only.")
+
+
 class MessageFilter(FilterSet):
     topic = ModelChoiceFilter(queryset=owned_choices(Topic))
+    tenant = tenant_filter()
     published_after = UTCDateTimeFilter(field_name="published_at", lookup_expr="gte")
     published_before = UTCDateTimeFilter(field_name="published_at", lookup_expr="lt")
 
     class Meta:
         model = Message
-        fields = ["topic", "event_type", "published_after", "published_before"]
+        fields = ["topic", "event_type", "published_after", "published_before", "tenant"]
 
 
 class DeliveryFilter(FilterSet):
@@ -45,8 +50,9 @@ class DeliveryFilter(FilterSet):
     created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt")
     replay = NumberFilter(field_name="replay_id", help_text="The deliveries of one replay.")
+    tenant = tenant_filter()
 
     class Meta:
         model = Delivery
         fields = ["subscription", "status", "message", "dead_letter_reason", "endpoint", "created_after",
-                  "created_before", "replay", "ordering_key"]
+                  "created_before", "replay", "ordering_key", "tenant"]

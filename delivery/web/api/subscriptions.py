@@ -19,6 +19,7 @@ from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
+from delivery.web.api.filters import tenant_filter
 from delivery.web.api.message_serializers import DeliverySerializer
 from delivery.web.api.ownership import OwnedQuerysetMixin, owned_choices
 from delivery.web.api.strict import NoBodySerializer
@@ -162,10 +163,11 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 class SubscriptionFilter(FilterSet):
     topic = ModelChoiceFilter(queryset=owned_choices(Topic, tenant_path="open"))
     endpoint = CharFilter(field_name="endpoint__url", lookup_expr="icontains")
+    tenant = tenant_filter()
 
     class Meta:
         model = Subscription
-        fields = ["topic", "status", "endpoint", "raw_message_delivery"]
+        fields = ["topic", "status", "endpoint", "raw_message_delivery", "tenant"]
 
 
 class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):

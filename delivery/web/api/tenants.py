@@ -84,6 +84,22 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     filterset_fields = ["external_id"]
     ordering_fields = ["id", "external_id", "created_at"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    lookup_value_regex = r"[^/]+"  # an id, or an external id (which may hold dots): /api/tenants/acme/
+
+    def _by_external_id(self) -> None:
+        """The path names a tenant by id, or by external id (one that is all digits is an id: use
+        ?external_id= for it)."""
+        key = self.kwargs[self.lookup_field]
+        if not key.isdigit():
+            self.kwargs[self.lookup_field] = str(get_object_or_404(self.get_queryset(), external_id=key).pk)
+
+    def get_object(self):
+        self._by_external_id()
+        return super().get_object()
+
+    def owned_object(self):
+        self._by_external_id()
+        return super().owned_object()
 
     def get_serializer_class(self):
         if self.action == "partial_update":
