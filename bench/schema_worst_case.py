@@ -38,8 +38,15 @@ def cases() -> dict[str, tuple[dict, object]]:
                                           list(range(ITEMS))),
         "anyOf nesting, failing": ({"$defs": {"n": {"anyOf": [{"type": "string"}, {"items": {"$ref": "#/$defs/n"}}]}},
                                     "$ref": "#/$defs/n"}, [[[[[[[[1]]]]]]]] * 5_000),
-        "deep tree recursion": ({"$defs": {"t": {"type": "object", "properties": {"c": {"$ref": "#/$defs/t"}}}},
-                                 "$ref": "#/$defs/t"}, json.loads('{"c":' * 900 + "{}" + "}" * 900)),
+        "a tree 60 deep, every level recursing": ({"$defs": {"t": {"type": "object", "properties": {
+            "c": {"$ref": "#/$defs/t"}, "v": {"type": "integer"}}}}, "$ref": "#/$defs/t"},
+            json.loads('{"v": 1, "c":' * 60 + "{}" + "}" * 60)),
+        "allOf × 1,998 empty branches, 9,999 items": ({"items": {"allOf": [{}] * 1998}}, [0] * 9_999),
+        "unevaluatedItems, 10,000 items": ({"items": True, "unevaluatedItems": False}, [0] * 10_000),
+        "const of 12,500 values × 30 references": ({"$defs": {"c": {"const": [[999] * 12_500]}},
+                                                    "allOf": [{"$ref": "#/$defs/c"}] * 30}, [[999] * 12_500]),
+        "patternProperties × 1,900, 3,000 names": ({"patternProperties": {f"^z{n}$": {} for n in range(1900)}},
+                                                   {f"k{n}": 1 for n in range(3_000)}),
     }
 
 

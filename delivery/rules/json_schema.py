@@ -41,6 +41,7 @@ MAX_FAN_OUT = 2_000  # subschemas one value of a payload can be checked against,
 DEFAULT_BUDGET = 20_000  # units of evaluation per payload (docs/benchmarks.md, "Schema worst cases")
 ERROR_UNITS = 10  # an error costs about ten keyword checks to make
 REGEX_CHARS_PER_UNIT = 16  # a regex search spends one unit per this many characters it reads
+DESCENT_UNITS = 2  # a descent into a subschema (a new validator for it) costs about two keyword checks
 
 # Keywords whose value is a subschema, by how it applies: to the same value (in place) or to a part of it.
 IN_PLACE_ONE = ("not", "if", "then", "else")
@@ -51,6 +52,7 @@ DESCEND_ONE = ("additionalProperties", "items", "contains", "propertyNames", "un
 DESCEND_MANY = ("prefixItems",)
 DESCEND_MAP = ("properties", "patternProperties")
 DEFINITIONS = ("$defs", "definitions")
+DIALECTS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
 
 class TooCostly(Exception):
@@ -154,6 +156,8 @@ def _check_graph(root: dict) -> None:
     nodes: dict[int, _Node] = {}
     resolver = REGISTRY.with_resource("", DRAFT202012.create_resource(root)).crawl().resolver(base_uri="")
     uses_patterns = uses_unevaluated = False
+    structural = {id(root)}  # subschemas in schema positions; a reference must point at one of them
+    targets: list[tuple[object, str, str]] = []  # (what a $ref points at, where the $ref is, the $ref)
 
     def visit(schema, where: str, resolver) -> None:
         nonlocal uses_patterns, uses_unevaluated
@@ -164,6 +168,10 @@ def _check_graph(root: dict) -> None:
             resolver = resolver.in_subresource(DRAFT202012.create_resource(schema))
         if "$dynamicRef" in schema:
             raise SchemaRefused("$dynamicRef is not supported in catalog schemas; use $ref", where)
+        if "$schema" in schema and (where or schema["$schema"] not in DIALECTS):
+            # jsonschema evaluates a part that names a dialect with that dialect's own validator: none of the
+            # bounds here would apply to it
+            raise SchemaRefused("$schema is allowed only at the top, naming JSON Schema 2020-12", where)
         if isinstance(schema.get("pattern"), str):
             regex(schema["pattern"])
         for pattern in schema.get("patternProperties", {}) if isinstance(schema.get("patternProperties"), dict) else ():
@@ -180,10 +188,12 @@ def _check_graph(root: dict) -> None:
             except Exception:  # not a URI reference at all
                 raise SchemaRefused(f"the reference {schema['$ref'][:200]!r} is not a valid reference", where) from None
             target = resolved.contents  # (the registry holds this schema alone: nothing else resolves)
+            targets.append((target, where, schema["$ref"]))
             if isinstance(target, dict):
                 node.in_place.append(id(target))
                 pending.append((target, f"{urldefrag(schema['$ref'])[1] or '#'}", resolved.resolver))
         for sub, sub_where, in_place in _subschemas(schema, where):
+            structural.add(id(sub))
             if isinstance(sub, bool) and in_place is not None:
                 node.leaves += 1  # `true`/`false` subschemas cost a check each too
             if isinstance(sub, dict):
@@ -196,6 +206,10 @@ def _check_graph(root: dict) -> None:
             visit(sub, sub_where, sub_resolver)
 
     visit(root, "", resolver)
+    for target, where, ref in targets:
+        if not isinstance(target, bool) and id(target) not in structural:
+            raise SchemaRefused(f"the reference {ref[:200]!r} does not point at a subschema (only at a part of "
+                                f"one, or at a value that is not a schema)", where)
     if uses_patterns and uses_unevaluated:
         raise SchemaRefused("unevaluatedProperties cannot be combined with patternProperties in a catalog schema")
     _check_fan_out(nodes, id(root))
@@ -286,13 +300,19 @@ _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxdict, _short.maxlevel = 60, 60, 4, 4, 2
 
 
-def _metered(check):
+BRANCHING = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "dependentSchemas"})  # a descent per branch
+QUADRATIC = frozenset({"unevaluatedItems", "unevaluatedProperties"})  # jsonschema's `x not in <list>` per member
+
+
+def _metered(name, check):
     def metered(validator, value, instance, schema):
         meter = _meter.get()
         if meter is None:
             yield from check(validator, value, instance, schema) or ()
             return
-        meter.spend(1 + (len(instance) if isinstance(instance, (dict, list)) else 0))
+        size = len(instance) if isinstance(instance, (dict, list)) else 0
+        meter.spend(1 + size + (DESCENT_UNITS * len(value) if name in BRANCHING and hasattr(value, "__len__")
+                                else 0) + (size * size // 100 if name in QUADRATIC else 0))
         for error in check(validator, value, instance, schema) or ():
             if not isinstance(error.validator, str):  # made by this keyword (a descent's come named): an error
                 meter.spend(ERROR_UNITS + meter.size(instance))  # object, and the value it describes written
@@ -409,7 +429,8 @@ _OWN = {"enum": _enum, "const": _const, "uniqueItems": _unique_items, "pattern":
         "multipleOf": _multiple_of}
 BoundedValidator = validators.extend(
     Draft202012Validator,
-    validators={name: _metered(_OWN.get(name, check)) for name, check in Draft202012Validator.VALIDATORS.items()},
+    validators={name: _metered(name, _OWN.get(name, check))
+                for name, check in Draft202012Validator.VALIDATORS.items()},
 )
 
 
@@ -417,6 +438,8 @@ def compile_schema(schema) -> BoundedValidator:
     """A validator for a schema `problem` accepted: references inside it only, RE2 for its regexes. Its resolver
     sits on a registry crawled once here: an `$anchor` or `$id` reference is then a lookup, not a crawl of the
     whole schema on every use (16 s for 2,000 items through an anchor in a 62 KB schema)."""
+    if isinstance(schema, dict) and "$schema" in schema:  # (2020-12, checked): a reference back to the root
+        schema = {key: value for key, value in schema.items() if key != "$schema"}  # stays with this validator
     resource = DRAFT202012.create_resource(schema)
     uri = resource.id() or ""
     resolver = REGISTRY.with_resource(uri, resource).crawl().resolver(base_uri=uri)

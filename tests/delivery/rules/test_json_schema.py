@@ -169,3 +169,39 @@ def test_what_pythons_own_checks_raise_is_a_refusal():
 def test_a_number_too_large_for_a_float_divisor_is_an_error_not_a_crash():
     error = first_error(compile_schema({"multipleOf": 0.5}), 10**400)
     assert error.validator == "multipleOf" and "too large to check" in error.message
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": {"name": {"$schema": "https://json-schema.org/draft/2020-12/schema", "pattern": "^(a+)+$"}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#"},
+])
+def test_a_dialect_named_below_the_top_or_another_dialect_is_refused(schema):
+    """jsonschema evaluates a part naming a dialect with that dialect's own validator, outside every bound here."""
+    assert "$schema is allowed only at the top, naming JSON Schema 2020-12" in refused(schema)
+
+
+def test_the_2020_12_dialect_named_at_the_top_keeps_every_bound_through_a_reference_to_the_root():
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"n": {"properties": {
+        "c": {"$ref": "#"}}}}, "$ref": "#/$defs/n", "properties": {"s": {"pattern": "^(a+)+$"}}}
+    assert problem(schema) is None
+    error = first_error(compile_schema(schema), {"c": {"c": {"s": "a" * 30 + "!"}}})  # RE2's answer, at once
+    assert list(error.absolute_path) == ["c", "c", "s"] and error.validator == "pattern"
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": {"name": {"$ref": "#/$defs"}}, "$defs": {"maxLength": {}}},
+    {"properties": {"name": {"$ref": "#/$defs/a/type"}}, "$defs": {"a": {"type": "string"}}},
+    {"properties": {"name": {"$ref": "#/$defs/a/enum/0"}}, "$defs": {"a": {"enum": [{"type": "string"}]}}},
+])
+def test_a_reference_must_point_at_a_subschema(schema):
+    assert "does not point at a subschema" in refused(schema)
+
+
+@pytest.mark.parametrize("schema, payload", [
+    ({"items": {"allOf": [{}] * 1998}}, [0] * 9_999),  # every branch a descent, each free of keywords
+    ({"items": True, "unevaluatedItems": False}, [0] * 10_000),  # jsonschema's check is quadratic
+])
+def test_descents_and_quadratic_keywords_are_charged(schema, payload):
+    assert problem(schema) is None
+    with pytest.raises(TooCostly):
+        first_error(compile_schema(schema), payload, budget=20_000)
