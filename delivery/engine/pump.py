@@ -52,6 +52,7 @@ def run(queue_name: str, *, transport=None, clock=database_now) -> int:
     # `more_due`: the last look found work or left some (endpoint room, batch size); `freed`: sends completed since.
     last_look, more_due, freed, seen = 0.0, True, True, queues.work_sequence(queue_name)
     handshakes_look_at = announced_look_at = 0.0
+    stalls_seen = getattr(transport, "stalls", 0)
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
@@ -80,6 +81,9 @@ def run(queue_name: str, *, transport=None, clock=database_now) -> int:
                     # A full claim may be followed at once while little is in flight (a cold start, a slow
                     # endpoint's backlog); beyond that, claims follow completions.
                     freed = (taken == batch and transport.pending < 2 * CLAIM_BATCH) or (batch < CLAIM_BATCH and freed)
+            stalls = getattr(transport, "stalls", 0)
+            if stalls != stalls_seen:  # a send stalled and gave its slot back: look again
+                stalls_seen, freed = stalls, True
             if futures or handshakes:
                 claim_next = freed and more_due and claiming and free > 0
                 done = attempts.next_group([*futures, *handshakes], timeout=0 if claim_next else WATCH_SECONDS * 5)
@@ -117,6 +121,8 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     in_flight: Counter = Counter()  # requests per endpoint (a batch's rows share one)
     for sending in futures.values():
         in_flight[sending.delivery.endpoint_id] += sending.weight
+    for endpoint_id in getattr(transport, "stalled_keys", set)():  # no answer yet: nothing more until one comes
+        in_flight[endpoint_id] = max(in_flight[endpoint_id], per_endpoint)
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
                                      shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:

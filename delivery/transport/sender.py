@@ -57,8 +57,8 @@ EXCERPT_BYTES = 4096
 DRAIN_LIMIT = 64 * 1024  # read this much at most so that the connection can be reused
 MAX_FIELD_BYTES = 64 * 1024  # one response header line; a longer one makes the answer invalid
 CONNECT_TIMEOUT_CAP = 10.0
-# Stalled sends a process keeps open beyond its slots, per slot: past it a stalled send keeps its slot (a bound on
-# open connections, whatever number of endpoints stop answering).
+# Stalled sends a process keeps open beyond its slots, per slot: past it a send that stalls is cut short (a bound on
+# open connections, whatever number of endpoints stop answering, that never takes a slot from a fresh delivery).
 STALLED_PER_SLOT = 4
 
 
@@ -117,10 +117,10 @@ def pre_checked(url: str) -> None:
 class _Slot:
     """A send's hold on one of the process's slots, given back once: when it is answered or when it stalls."""
 
-    __slots__ = ("share", "held", "semaphore", "stalled")
+    __slots__ = ("share", "key", "held", "semaphore", "stalled", "cut")
 
-    def __init__(self, share):
-        self.share, self.held, self.semaphore, self.stalled = share, True, False, False
+    def __init__(self, share, key):
+        self.share, self.key, self.held, self.semaphore, self.stalled, self.cut = share, key, True, False, False, None
 
 
 class Transport:
@@ -134,6 +134,8 @@ class Transport:
         self._active = 0  # submitted, not yet answered nor stalled: holding a slot
         self._active_by_share: Counter = Counter()
         self._stalled = 0  # sends that gave their slot back, still waiting: open connections beyond the slots
+        self._stalled_by_key: Counter = Counter()  # ... per endpoint: one with any gets nothing more (stalled_keys)
+        self.stalls = 0  # how many sends have stalled so far (the pump looks again when it moves: a slot came free)
         self.max_stalled = STALLED_PER_SLOT * max_in_flight
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
@@ -180,7 +182,7 @@ class Transport:
         """Send `request` on the loop. `key` names its endpoint for the per-endpoint limit, `share` its (owner,
         tenant) for the share of slots; `start_by` is a monotonic time after which it is not sent (the future then
         answers None)."""
-        slot = _Slot(share)
+        slot = _Slot(share, key)
         with self._lock:
             self._pending += 1
             self._active += 1
@@ -193,13 +195,24 @@ class Transport:
         with self._lock:
             self._pending -= 1
 
+    def stalled_keys(self) -> set:
+        """The endpoints with a send that stalled and has not ended: a claim gives them no room until it does."""
+        with self._lock:
+            return {key for key, n in self._stalled_by_key.items() if n > 0}
+
     def _stall(self, slot: _Slot) -> None:
-        """Unanswered past the bound: the slot goes back, unless the process already keeps as many stalled sends
-        open as it allows (then it keeps its slot, and the shares see it as held)."""
+        """Unanswered past the bound: the slot goes back and the send waits on, counted against its endpoint; if
+        the process already keeps as many stalled sends open as it allows, the send is cut short instead (a
+        timeout, retried by its policy), so that a fresh delivery still finds a slot whatever stops answering."""
         if self._stalled >= self.max_stalled:
+            if slot.cut is not None:
+                slot.cut.reschedule(self.loop.time())
             return
         self._stalled += 1
         slot.stalled = True
+        with self._lock:
+            self._stalled_by_key[slot.key] += 1
+            self.stalls += 1
         self._give_back(slot)
 
     def _give_back(self, slot: _Slot) -> None:
@@ -236,8 +249,15 @@ class Transport:
                 entry[0].release()
                 return None
             stall = self.loop.call_later(self.stalled_after, self._stall, slot)
+            began = time.time()
             try:
-                return await self._post_authorized(request, timeout)
+                async with asyncio.timeout(None) as slot.cut:
+                    return await self._post_authorized(request, timeout)
+            except TimeoutError:  # cut short: the process holds as many stalled sends as it allows
+                return SendResult(status=None, duration_ms=int((time.time() - began) * 1000), started_at=began,
+                                  error_class=ErrorClass.TIMEOUT,
+                                  error_detail=f"no answer within {self.stalled_after:g} s while this process held "
+                                               f"its most stalled sends ({self.max_stalled}); cut short")
             finally:
                 entry[0].release()
         finally:
@@ -245,6 +265,10 @@ class Transport:
                 stall.cancel()
             if slot.stalled:
                 self._stalled -= 1
+                with self._lock:
+                    self._stalled_by_key[slot.key] -= 1
+                    if self._stalled_by_key[slot.key] <= 0:
+                        del self._stalled_by_key[slot.key]
             self._give_back(slot)
             entry[1] -= 1
             if entry[1] == 0:

@@ -139,21 +139,25 @@ def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_it
         silent.close()
 
 
-def test_stalled_sends_beyond_the_process_bound_keep_their_slots():
+def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stays_taken():
     """A bound on open connections whatever number of endpoints stop answering: past STALLED_PER_SLOT stalled
-    sends per slot, a stalled send keeps its slot (and the shares see it held)."""
+    sends per slot, a send that stalls ends as a timeout (its policy retries it) instead of keeping its slot, so
+    a fresh delivery still finds one. Endpoints with a stalled send are named for the claim (no more room)."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
     transport = Transport(max_in_flight=2, per_endpoint=4, stalled_after=0.05)
     try:
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
-        for n in range(12):
-            transport.submit(OutgoingRequest(url=f"{url}/{n % 3}", headers={}, body=b"{}"), timeout=30,
-                             key=f"silent-{n % 3}", share=(1, 5))
+        futures = [transport.submit(OutgoingRequest(url=f"{url}/{n % 3}", headers={}, body=b"{}"), timeout=30,
+                                    key=f"silent-{n % 3}", share=(1, 5)) for n in range(12)]
         assert transport.max_stalled == 8
-        wait_until(lambda: transport._stalled == 8, timeout=10)
-        assert transport.pending == 12 and transport.active == 4  # 2 holding slots, 2 waiting for one
+        cut = wait_until(lambda: [f.result() for f in futures if f.done()] if sum(f.done() for f in futures) == 4
+                         else None, timeout=10)
+        assert {(r.status, r.error_class) for r in cut} == {(None, "timeout")}
+        assert all("cut short" in r.error_detail for r in cut)
+        assert transport._stalled == 8 and transport.active == 0 and transport.pending == 8
+        assert transport.stalled_keys() == {"silent-0", "silent-1", "silent-2"} and transport.stalls == 8
     finally:
         transport.close()
         silent.close()
