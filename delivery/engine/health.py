@@ -80,7 +80,9 @@ def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = 
 
 def evaluate(endpoint_id: int, now, *, gone: bool = False, probe_succeeded: bool = False) -> None:
     with transaction.atomic():
-        endpoint = Endpoint.objects.select_for_update().filter(id=endpoint_id).first()
+        # FOR NO KEY UPDATE: serialised with the counters' writers, not with transactions inserting deliveries
+        # (their foreign key holds KEY SHARE on the row: a publish in a shop's open transaction, say).
+        endpoint = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint_id).first()
         if endpoint is None:
             return
         attempts, failures = window_totals(endpoint_id, now)  # under the lock: every count before it, none after

@@ -85,8 +85,10 @@ def tenant_delete(*, tenant: Tenant, now=None) -> None:
     now = now or clock.now()
     with transaction.atomic():
         _lock(tenant)
-        for rows in (Subscription.objects.filter(tenant=tenant), Delivery.objects.filter(tenant=tenant),
-                     Endpoint.objects.filter(tenant=tenant)):
+        # Endpoints first: a health transition locks an endpoint, then its held deliveries (the other order
+        # would deadlock with it).
+        for rows in (Endpoint.objects.filter(tenant=tenant), Subscription.objects.filter(tenant=tenant),
+                     Delivery.objects.filter(tenant=tenant)):
             list(rows.select_for_update().values_list("id", flat=True))
         sending = lifecycle.in_flight(tenant=tenant).exclude(lease_until__lt=now).count()
         if sending:

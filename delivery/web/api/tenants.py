@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from delivery.conf import herald
 from delivery.engine import event_types, tenancy
+from delivery.engine.errors import ApplicationError
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
@@ -87,11 +88,15 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     lookup_value_regex = r"[^/]+"  # an id, or an external id (which may hold dots): /api/tenants/acme/
 
     def _by_external_id(self) -> None:
-        """The path names a tenant by id, or by external id (one that is all digits is an id: use
-        ?external_id= for it)."""
+        """The path names a tenant by id, or by external id. An all-digit key that is the external id of another
+        of your tenants than the one with that id is ambiguous: a 409, never an action on the wrong tenant."""
         key = self.kwargs[self.lookup_field]
         if not key.isdigit():
             self.kwargs[self.lookup_field] = str(get_object_or_404(self.get_queryset(), external_id=key).pk)
+        elif self.get_queryset().filter(external_id=key).exclude(pk=int(key) if len(key) < 19 else 0).exists():
+            raise ApplicationError(f"{key!r} is both a tenant's id and another tenant's external id: name it with "
+                                   f"?external_id={key} on the list, or by the id the list gives.",
+                                   status_code=409)
 
     def get_object(self):
         self._by_external_id()
