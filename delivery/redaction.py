@@ -22,17 +22,18 @@ from urllib.parse import unquote
 REDACTED = "[redacted]"
 _START = r"(?<![A-Za-z0-9])"  # not inside a longer word (`\b` misses `x_htk_…` and `%3Dhtk_…`)
 _PATTERNS = [
-    (re.compile(r"(/portal(?:/|%2F))[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
-    (re.compile(r"(%2Fportal(?:/|%2F))[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
+    # a portal token is signed (`<value>:<time>:<signature>`): a segment without a colon is a file or a page
+    (re.compile(r"(/portal(?:/|%2F))[^/\s?#\"'<>%:]*:[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
+    (re.compile(r"(%2Fportal(?:/|%2F))[^/\s?#\"'<>%:]*:[^/\s?#\"'<>%]+", re.IGNORECASE), rf"\g<1>{REDACTED}"),
     (re.compile(r"(htk_|whsec_|whsk_)[A-Za-z0-9+/=_-]+"), rf"\g<1>{REDACTED}"),
-    (re.compile(_START + r"(Bearer|Basic)(\s+)\"?[A-Za-z0-9._~+/=:,;-]+\"?", re.IGNORECASE),
+    (re.compile(_START + r"(Bearer|Basic)(\s+)\"?[A-Za-z0-9._~+/=:,;-]{6,}\"?", re.IGNORECASE),
      rf"\g<1>\g<2>{REDACTED}"),
     (re.compile(_START + r"(Token)(\s+)[A-Za-z0-9._~+/=:-]{20,}", re.IGNORECASE), rf"\g<1>\g<2>{REDACTED}"),  # DRF's
     (re.compile(r"((?:access_|refresh_|id_|confirmation_)?token|client_secret|secret|password|validationCode|"
                 r"validationResponse)(\"?'?\s*(?:[:=]|%3D)\s*\"?'?)(?!\[redacted\])[^\s\"'&}]+", re.IGNORECASE),
      rf"\g<1>\g<2>{REDACTED}"),
     (re.compile(_START + r"[0-9a-f]{64}(?![A-Za-z0-9])"), REDACTED),  # a confirmation token (SHA-256 digests alike)
-    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), rf"\g<1>{REDACTED}@"),  # user:password in a URL
+    (re.compile(r"(://)[^/\s:@]*:[^/\s@]+@"), rf"\g<1>{REDACTED}@"),  # [user]:password in a URL
 ]
 
 
@@ -85,6 +86,16 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+_classes: dict[type, type] = {logging.LogRecord: RedactingRecord}
+
+
+def _redacting(cls: type) -> type:
+    """RedactingRecord's behaviour on another library's record class (a factory set before Herald's)."""
+    if cls not in _classes:
+        _classes[cls] = type(f"Redacting{cls.__name__}", (RedactingRecord, cls), {})
+    return _classes[cls]
+
+
 def install() -> None:
     """Make every record of this process a RedactingRecord (idempotent; keeps a factory another library set)."""
     current = logging.getLogRecordFactory()
@@ -93,8 +104,8 @@ def install() -> None:
 
     def factory(*args, **kwargs):
         record = current(*args, **kwargs)
-        if type(record) is logging.LogRecord:
-            record.__class__ = RedactingRecord
+        if not isinstance(record, RedactingRecord):
+            record.__class__ = _redacting(type(record))
             record.exc_text, record.stack_info = record.__dict__.pop("exc_text", None), \
                 record.__dict__.pop("stack_info", None)
         return record

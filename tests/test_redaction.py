@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from delivery import redaction
 from delivery.redaction import RedactingRecord, redact
 from project.logformat import JSONFormatter
 
@@ -29,13 +30,15 @@ TOKEN64 = "a" * 64
     ("access_token=ab,cd;ef&x=1", "ab,cd;ef"),
     ('password="SECRET3"', "SECRET3"),
     ("https://user:pa55word@hooks.example/x", "pa55word"),
+    ("redis://:pa55word@redis.internal:6379/0", "pa55word"),
 ])
 def test_a_credential_is_redacted_in_every_form(text, secret):
     assert secret not in redact(text) and "[redacted]" in redact(text)
 
 
 def test_ordinary_text_is_left_alone():
-    for text in ("GET /api/topics/orders%20eu/ 200", "a token bucket refilled", "Token expired", "sha 1234"):
+    for text in ("GET /api/topics/orders%20eu/ 200", "a token bucket refilled", "Token expired", "sha 1234",
+                 "basic auth failed", "a Bearer token is required", "templates/herald/portal/base.html"):
         assert redact(text) == text
 
 
@@ -49,3 +52,18 @@ def test_the_json_format_redacts_before_it_escapes():
     line = JSONFormatter().format(record)
     assert json.loads(line)["n"] == 3 and json.loads(line)["message"] == "failed now"
     assert [secret for secret in ("SECRET1abc", "SECRET2", "SECRET3", "SECRET4") if secret in line] == []
+
+
+def test_a_record_class_of_another_library_is_redacted_too():
+    class Theirs(logging.LogRecord):
+        pass
+
+    previous = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(Theirs)
+    try:
+        redaction.install()
+        record = logging.getLogger("theirs").makeRecord("theirs", logging.INFO, __file__, 1, "key %s",
+                                                        ("htk_AbCdEf123",), None)
+    finally:
+        logging.setLogRecordFactory(previous)
+    assert isinstance(record, Theirs) and record.getMessage() == "key htk_[redacted]"
