@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from delivery.events import publish
 from delivery.urls import router
+from subscriptions.models import Tenant
 from tests.subscriptions.test_tenants import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
@@ -52,3 +53,11 @@ def test_hints_name_routes_where_herald_is_mounted(shop):
     again = api.post("/herald/api/tenants/", {"external_id": "acme", "name": "Another name"}, format="json")
     acme = shop["acme"]["tenant"]["id"]
     assert again.status_code == 409 and f"PATCH /herald/api/tenants/{acme}/" in str(again.json())
+
+
+def test_an_all_digit_key_naming_two_tenants_is_refused_not_guessed(shop):
+    api, acme = shop["api"], shop["acme"]["tenant"]["id"]
+    assert api.post("/api/tenants/", {"external_id": str(acme), "name": "Numbered"}, format="json").status_code == 201
+    answer = api.delete(f"/api/tenants/{acme}/")
+    assert answer.status_code == 409 and "both a tenant's id and another tenant's external id" in str(answer.json())
+    assert Tenant.objects.filter(id=acme).exists()
