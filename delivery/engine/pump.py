@@ -121,8 +121,6 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     in_flight: Counter = Counter()  # requests per endpoint (a batch's rows share one)
     for sending in futures.values():
         in_flight[sending.delivery.endpoint_id] += sending.weight
-    for endpoint_id in getattr(transport, "stalled_keys", set)():  # no answer yet: nothing more until one comes
-        in_flight[endpoint_id] = max(in_flight[endpoint_id], per_endpoint)
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
                                      shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:

@@ -2,9 +2,9 @@
 (docs/architecture.md, "Send slots in shares").
 
 A process has `total` send slots. A slot is held by a send from its start until it is answered, or until it has
-waited STALLED_AFTER_SECONDS without an answer: from then on it counts against its endpoint's room only (that
-endpoint gets nothing more until it answers or times out), so endpoints that accept connections and never answer
-cannot hold the slots everyone shares.
+waited HERALD_STALLED_SEND_SECONDS without an answer: from then on it counts against its endpoint's room only (the
+endpoint never has more than HERALD_MAX_IN_FLIGHT_PER_ENDPOINT in flight), so endpoints that accept connections and
+never answer cannot hold the slots everyone shares.
 
 Of the slots, RESERVE_FRACTION is kept for shares with nothing in flight, so a fresh delivery of a quiet tenant always
 finds one at once, whatever the others hold; the rest is divided max-min fairly, first across owners, then within
@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterable
 
 RESERVE_FRACTION = 1 / 8
-STALLED_AFTER_SECONDS = 1.0
 
 Share = tuple[int, int]  # (owner id, tenant id or 0 for the owner's own rows)
 

@@ -117,10 +117,10 @@ def pre_checked(url: str) -> None:
 class _Slot:
     """A send's hold on one of the process's slots, given back once: when it is answered or when it stalls."""
 
-    __slots__ = ("share", "key", "held", "semaphore", "stalled", "cut")
+    __slots__ = ("share", "held", "semaphore", "stalled", "cut")
 
-    def __init__(self, share, key):
-        self.share, self.key, self.held, self.semaphore, self.stalled, self.cut = share, key, True, False, False, None
+    def __init__(self, share):
+        self.share, self.held, self.semaphore, self.stalled, self.cut = share, True, False, False, None
 
 
 class Transport:
@@ -134,7 +134,6 @@ class Transport:
         self._active = 0  # submitted, not yet answered nor stalled: holding a slot
         self._active_by_share: Counter = Counter()
         self._stalled = 0  # sends that gave their slot back, still waiting: open connections beyond the slots
-        self._stalled_by_key: Counter = Counter()  # ... per endpoint: one with any gets nothing more (stalled_keys)
         self.stalls = 0  # how many sends have stalled so far (the pump looks again when it moves: a slot came free)
         self.max_stalled = STALLED_PER_SLOT * max_in_flight
         self._lock = threading.Lock()
@@ -182,7 +181,7 @@ class Transport:
         """Send `request` on the loop. `key` names its endpoint for the per-endpoint limit, `share` its (owner,
         tenant) for the share of slots; `start_by` is a monotonic time after which it is not sent (the future then
         answers None)."""
-        slot = _Slot(share, key)
+        slot = _Slot(share)
         with self._lock:
             self._pending += 1
             self._active += 1
@@ -195,15 +194,11 @@ class Transport:
         with self._lock:
             self._pending -= 1
 
-    def stalled_keys(self) -> set:
-        """The endpoints with a send that stalled and has not ended: a claim gives them no room until it does."""
-        with self._lock:
-            return {key for key, n in self._stalled_by_key.items() if n > 0}
-
     def _stall(self, slot: _Slot) -> None:
         """Unanswered past the bound: the slot goes back and the send waits on, counted against its endpoint; if
         the process already keeps as many stalled sends open as it allows, the send is cut short instead (a
-        timeout, retried by its policy), so that a fresh delivery still finds a slot whatever stops answering."""
+        timeout, retried by its policy), so that a fresh delivery still finds a slot whatever stops answering.
+        (Its endpoint's room still counts it: the claim's in-flight count is of every send not yet ended.)"""
         if self._stalled >= self.max_stalled:
             if slot.cut is not None:
                 slot.cut.reschedule(self.loop.time())
@@ -211,7 +206,6 @@ class Transport:
         self._stalled += 1
         slot.stalled = True
         with self._lock:
-            self._stalled_by_key[slot.key] += 1
             self.stalls += 1
         self._give_back(slot)
 
@@ -265,10 +259,6 @@ class Transport:
                 stall.cancel()
             if slot.stalled:
                 self._stalled -= 1
-                with self._lock:
-                    self._stalled_by_key[slot.key] -= 1
-                    if self._stalled_by_key[slot.key] <= 0:
-                        del self._stalled_by_key[slot.key]
             self._give_back(slot)
             entry[1] -= 1
             if entry[1] == 0:

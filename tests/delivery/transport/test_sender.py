@@ -142,7 +142,7 @@ def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_it
 def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stays_taken():
     """A bound on open connections whatever number of endpoints stop answering: past STALLED_PER_SLOT stalled
     sends per slot, a send that stalls ends as a timeout (its policy retries it) instead of keeping its slot, so
-    a fresh delivery still finds one. Endpoints with a stalled send are named for the claim (no more room)."""
+    a fresh delivery still finds one."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
@@ -157,7 +157,7 @@ def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stay
         assert {(r.status, r.error_class) for r in cut} == {(None, "timeout")}
         assert all("cut short" in r.error_detail for r in cut)
         assert transport._stalled == 8 and transport.active == 0 and transport.pending == 8
-        assert transport.stalled_keys() == {"silent-0", "silent-1", "silent-2"} and transport.stalls == 8
+        assert transport.stalls == 8
     finally:
         transport.close()
         silent.close()
