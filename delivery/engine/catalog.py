@@ -2,10 +2,10 @@
 deprecated), what tenants may choose from, and, where the owner asks for it per type, the check of a payload
 against its schema when it is published (a 400 naming the path).
 
-A schema is checked when it is stored and compiled once per process per schema text, by `rules.json_schema`:
-references resolve inside the schema only (nothing is ever fetched), regular expressions run on RE2, and a
-schema whose evaluation could not end or fans out without bound is refused. A payload's check spends at most
-HERALD_SCHEMA_CHECK_BUDGET units; one that needs more is refused with a 400 saying so.
+A schema is checked when it is stored (`rules.json_schema`): references resolve inside the schema only (nothing
+is ever fetched), regular expressions run on RE2, and a schema whose evaluation could not end or fans out without
+bound is refused. It is compiled once per process per schema text, and a payload's check spends at most
+HERALD_SCHEMA_CHECK_BUDGET units (`rules.schema_budget`); one that needs more is refused with a 400 saying so.
 """
 
 import json
@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from delivery.conf import herald
 from delivery.engine.errors import ApplicationError
-from delivery.rules import json_schema
+from delivery.rules import json_schema, schema_budget
 from subscriptions.models import EventType
 
 MAX_EVENT_TYPES_PER_OWNER = 1000
@@ -52,7 +52,7 @@ def validator(schema):
     if found is None:
         if len(_compiled) >= COMPILED_MAX:
             _compiled.clear()
-        found = _compiled[text] = json_schema.problem(schema) or json_schema.compile_schema(schema)
+        found = _compiled[text] = json_schema.problem(schema) or schema_budget.compile_schema(schema)
     return found
 
 
@@ -69,8 +69,8 @@ def _check(schema, payload) -> tuple[bool, str] | None:
         return False, f"cannot be checked: its schema is no longer accepted ({compiled.reason}); store it anew"
     budget = int(herald.SCHEMA_CHECK_BUDGET)
     try:
-        error = json_schema.first_error(compiled, payload, budget=budget)
-    except json_schema.TooCostly:
+        error = schema_budget.first_error(compiled, payload, budget=budget)
+    except schema_budget.TooCostly:
         return False, (f"is too large or too complex to check against its schema: it needs more than {budget} "
                        f"units of evaluation (HERALD_SCHEMA_CHECK_BUDGET)")
     if error is None:

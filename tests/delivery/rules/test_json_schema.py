@@ -1,10 +1,11 @@
-"""rules/json_schema: what a catalog schema may cost, decided when it is stored and bounded when a payload is
-checked. Pure: no database, no network."""
+"""rules/json_schema and rules/schema_budget: what a catalog schema may cost, decided when it is stored
+(json_schema.problem) and bounded when a payload is checked (schema_budget). Pure: no database, no network."""
 
 import pytest
 
 from delivery.rules import json_schema
-from delivery.rules.json_schema import TooCostly, compile_schema, first_error, problem
+from delivery.rules.json_schema import TooCostly, problem
+from delivery.rules.schema_budget import compile_schema, first_error
 
 
 def refused(schema) -> str:

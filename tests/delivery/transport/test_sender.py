@@ -115,16 +115,23 @@ def test_a_dripping_answer_is_cut_off_at_the_timeout(dripping_server, what):
     assert "within 1 s" in result.error_detail
 
 
-def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_its_endpoints(receiver):
+@pytest.fixture
+def silent():
+    """A server on 127.0.0.1 that accepts connections and never answers: (its URL, and it)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    server.close()
+
+
+def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_its_endpoints(receiver, silent):
     """Send slots in shares: four sends to an endpoint that accepts and never answers hold the transport's four
     slots only until they stall; then a fresh send to another endpoint goes out at once, while the silent endpoint
     still has its four in flight (its room) and its sends end by their own deadline."""
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)
     transport = Transport(max_in_flight=4, per_endpoint=4, stalled_after=0.2)
     try:
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        url = silent
         waiting = [transport.submit(OutgoingRequest(url=url, headers={}, body=b"{}"), timeout=30, key="silent",
                                     share=(1, 5)) for _ in range(4)]
         assert transport.active_by_share() == Counter({(1, 5): 4})
@@ -136,19 +143,15 @@ def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_it
         assert not any(future.done() for future in waiting)
     finally:
         transport.close()
-        silent.close()
 
 
-def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stays_taken():
+def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stays_taken(silent):
     """A bound on open connections whatever number of endpoints stop answering: past STALLED_PER_SLOT stalled
     sends per slot, a send that stalls ends as a timeout (its policy retries it) instead of keeping its slot, so
     a fresh delivery still finds one."""
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(64)
     transport = Transport(max_in_flight=2, per_endpoint=4, stalled_after=0.05)
     try:
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        url = silent
         futures = [transport.submit(OutgoingRequest(url=f"{url}/{n % 3}", headers={}, body=b"{}"), timeout=30,
                                     key=f"silent-{n % 3}", share=(1, 5)) for n in range(12)]
         assert transport.max_stalled == 8
@@ -160,4 +163,3 @@ def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stay
         assert transport.stalls == 8
     finally:
         transport.close()
-        silent.close()
