@@ -43,8 +43,9 @@ def redact(text: str) -> str:
         return text
     if "%" in text:  # a percent-encoded credential (`/%70ortal/<token>/` reaches the portal too): the line is
         decoded = unquote(text)  # written decoded where decoding shows one
-        if _sub(decoded) != decoded:
-            return _sub(decoded)
+        redacted = _sub(decoded)
+        if redacted != decoded:
+            return redacted
     return _sub(text)
 
 

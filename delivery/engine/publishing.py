@@ -121,8 +121,7 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
     entries = list(entries)
     for n, why in mismatched.items():  # the event type records a mismatch and delivers
         entries[n] = replace(entries[n], schema_mismatch=why)
-        log.warning("a message to topic %r is published with a payload that %s (on_mismatch=record)", topic.name,
-                    why.removeprefix(f"a payload of {entries[n].event_type!r} "))
+        log.warning("a message to topic %r is published all the same (on_mismatch=record): %s", topic.name, why)
     entries, unknown = addressed(topic, entries)
     results.update(unknown)  # entries refused here fail alone; the others are published all the same
     kept = [n for n in range(len(entries)) if n not in results]
@@ -151,20 +150,21 @@ def addressed(topic: Topic, entries: list[Entry]) -> tuple[list[Entry], dict[int
                  .values_list("external_id", "id"))
     resolved, unknown = [], {}
     for n, entry in enumerate(entries):
-        if entry.tenant and entry.tenant_id is None:
-            if entry.tenant not in known and entry.unknown_tenant == "create":
+        if entry.tenant and entry.tenant_id is None and entry.tenant not in known:
+            if entry.unknown_tenant == "create":
                 try:
                     known[entry.tenant] = tenancy.tenant_create(owner=topic.owner, external_id=entry.tenant)[0].id
                 except ApplicationError as exc:  # the owner's tenant quota
                     unknown[n] = ApplicationError(f"{entry.tenant!r} is not registered and cannot be created: "
                                                   f"{exc.as_payload().get('detail', exc)}", field="tenant")
-            elif entry.tenant not in known and entry.unknown_tenant == "record":
+            elif entry.unknown_tenant == "record":
                 log.warning("a message to topic %r names tenant %r, which is not registered: it is kept for your own "
                             "subscriptions only (unknown_tenant=record)", topic.name, entry.tenant)
-            elif entry.tenant not in known and n not in unknown:
+            else:
                 unknown[n] = ApplicationError(
                     f"You have no tenant {entry.tenant!r}; register it first (POST {reverse('herald:tenant-list')}),"
                     f" or publish with unknown_tenant \"create\" or \"record\".", field="tenant")
+        if entry.tenant and entry.tenant_id is None:
             entry = replace(entry, tenant_id=known.get(entry.tenant))
         resolved.append(entry)
     return resolved, unknown
