@@ -70,7 +70,8 @@ DEFAULTS: dict[str, object] = {
     "RECONCILE_AFTER_SECONDS": 60,
     "RECONCILE_INTERVAL_SECONDS": 5.0,
     "JOB_TIMEOUT_SECONDS": 900,
-    # Where Herald's API is reachable from outside (confirmation links).
+    # Where your site is reached from outside (scheme, host, port; a path of Herald's mount may follow): the base
+    # of the links Herald hands out, the confirmation links in handshakes and the tenants' portal links.
     "PUBLIC_URL": "http://127.0.0.1:8000",
     # Bearer token for GET /metrics (Prometheus); empty: the endpoint is off.
     "METRICS_TOKEN": "",
@@ -104,6 +105,16 @@ class HeraldSettings:
 
 
 herald = HeraldSettings()
+
+
+def public_url(path: str) -> str:
+    """The link to `path` (a `reverse()`, with Herald's mount prefix) as the outside reaches it: HERALD_PUBLIC_URL
+    in front. A PUBLIC_URL that already ends in the mount prefix (`https://shop.example/herald`) is not doubled."""
+    base = str(herald.PUBLIC_URL).rstrip("/")
+    prefix = base.split("://", 1)[-1].partition("/")[2]
+    if prefix and (path == f"/{prefix}" or path.startswith(f"/{prefix}/")):
+        path = path[len(prefix) + 1:]
+    return f"{base}{path}"
 
 
 def parse(name: str, raw: str):

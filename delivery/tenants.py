@@ -3,7 +3,7 @@
     from delivery.tenants import portal_link, tenant_create
 
     acme, _ = tenant_create(owner=shop, external_id="acme", name="Acme Ltd")
-    url = portal_link(acme, ttl=timedelta(hours=1))        # a path; prefix your Herald's host
+    url = portal_link(acme, ttl=timedelta(hours=1))        # HERALD_PUBLIC_URL + /…/portal/<token>/
     publish("invoices", {...}, owner=shop, tenant="acme")  # delivery.events.publish: Acme's subscriptions only
 """
 

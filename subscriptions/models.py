@@ -75,6 +75,9 @@ class Portal(models.Model):
     frame_ancestors = models.JSONField(default=list, blank=True, help_text=(
         "Origins that may show the portal in an iframe (CSP frame-ancestors), e.g. [\"https://app.example.com\"]; "
         "empty: none."))
+    refresh_url = models.URLField(max_length=2048, blank=True, default="", db_default="", help_text=(
+        "A page of your app the browser is sent to when a portal link has expired: it issues a fresh link and "
+        "redirects to it (like Outpost's refresh URL); empty: the portal shows that the link expired."))
 
     def __str__(self):
         return self.name or str(self.owner)

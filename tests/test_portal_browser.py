@@ -8,6 +8,8 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.test import override_settings
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from delivery.engine import health
@@ -16,7 +18,7 @@ from delivery.events import publish
 from delivery.models import Delivery
 from delivery.tenants import portal_link, tenant_create
 from subscriptions.models import EventType, Portal, Subscription
-from tests.conftest import settle
+from tests.conftest import ROOT, settle
 from tests.receiver import Reply
 from tests.test_browser import browser_page as browser_page_fixture
 from tests.test_browser import shot
@@ -47,7 +49,9 @@ def shop(user, redis_conn):
 
 
 def open_portal(page, live_server, tenant, **options):
-    page.goto(live_server.url + portal_link(tenant, ttl=timedelta(minutes=30), **options))
+    """The link as the shop's backend gets it: a full URL from HERALD_PUBLIC_URL (here, the live server)."""
+    with override_settings(HERALD_PUBLIC_URL=live_server.url):
+        page.goto(portal_link(tenant, ttl=timedelta(minutes=30), **options))
     expect(page.get_by_role("heading", name="Your endpoints")).to_be_visible()
 
 
@@ -65,23 +69,28 @@ def test_add_an_endpoint_with_the_keyboard_and_confirm_it(live_server, browser_p
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Add an endpoint")).to_be_visible()
     page.get_by_label("Endpoint URL").fill(receiver.url)
-    page.get_by_label("Topic").select_option(label="orders — Order events")
-    expect(page.get_by_label("Topic").locator("option")).to_have_count(2)  # "Choose…" and the open topic only
+    expect(page.get_by_label("Topic")).to_have_count(0)  # one topic is open: the customer chooses event types
     page.get_by_role("checkbox", name=re.compile("order.created")).check()
     page.get_by_role("button", name="Add endpoint").focus()
     page.keyboard.press("Enter")
 
     expect(page.get_by_role("heading", name="Endpoint added")).to_be_visible()
-    secret = page.get_by_label("Signing secret").input_value()
-    assert secret.startswith("whsec_")
-    shot(page, "portal-02-secret-shown-once")
+    shown = page.get_by_role("textbox", name="Signing secret")
+    secret = shown.inner_text()
     subscription = Subscription.objects.get(tenant=shop["acme"])
     assert subscription.event_types == ["order.created"] and str(subscription.secret) == secret
+    assert secret.startswith("whsec_") and shown.evaluate("e => e.scrollWidth <= e.clientWidth")  # whole, unclipped
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page.get_by_role("button", name="Copy the secret").click()
+    expect(page.get_by_role("status")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    shot(page, "portal-02-secret-shown-once")
 
-    settle()  # the handshake goes out; the receiver consents
     page.get_by_role("link", name="Go to the endpoint").click()
     expect(page.get_by_role("heading", name=re.compile("Endpoint"))).to_be_visible()
-    expect(page.locator("dd.status-confirmed")).to_have_text("Confirmed")
+    expect(page.get_by_text("Topic", exact=True)).to_have_count(0)
+    settle()  # the handshake goes out; the receiver consents, and the open page shows it without a reload
+    expect(page.locator("dd.status-confirmed")).to_have_text("Receiving events")
     assert secret not in page.content()  # shown once, never again
 
 
@@ -90,7 +99,6 @@ def test_a_wrong_field_is_named_and_announced(live_server, browser_page, shop):
     open_portal(page, live_server, shop["acme"])
     page.get_by_role("link", name="Add endpoint").first.click()
     page.get_by_label("Endpoint URL").fill("http://10.1.2.3/hook")  # a private address: refused
-    page.get_by_label("Topic").select_option(label="orders — Order events")
     page.get_by_role("checkbox", name=re.compile("order.created")).check()
     page.get_by_role("button", name="Add endpoint").click()
     expect(page.get_by_role("alert").first).to_contain_text("correct the fields")
@@ -112,18 +120,25 @@ def test_deliveries_attempts_retry_replay_test_event_rotate_pause_resume(live_se
     open_portal(page, live_server, acme)
     page.get_by_role("link", name=receiver.url).click()
     deliveries = page.get_by_role("table", name="Latest deliveries")
-    expect(deliveries).to_contain_text("Dead Lettered (max_attempts)")
+    expect(deliveries).to_contain_text("Failed: no attempt succeeded before retries ran out")  # not "max_attempts"
+    expect(deliveries).not_to_contain_text("Dead")
     shot(page, "portal-04-endpoint")
 
     deliveries.get_by_role("link").first.click()
     expect(page.get_by_role("heading", name=re.compile("Attempt 1"))).to_contain_text("HTTP 500")
-    page.get_by_text("Response").first.click()
-    expect(page.locator("pre").nth(1)).to_contain_text("database is down")
+    attempt = page.get_by_role("region", name=re.compile("Attempt 1"))
+    attempt.get_by_text("Request headers").click()
+    expect(attempt.locator("pre").first).to_contain_text(f"POST {receiver.url}")
+    expect(attempt.locator("pre").first).to_contain_text("webhook-signature: v1,")
+    attempt.get_by_text("Response body").click()
+    expect(attempt.locator("pre").nth(3)).to_contain_text("database is down")
     shot(page, "portal-05-delivery-attempts")
     page.get_by_role("button", name="Retry now").click()
     expect(page.get_by_role("status")).to_contain_text("attempted again")
     settle()
     assert Delivery.objects.get(subscription=subscription, replay=None).status == "succeeded"
+    expect(page.locator("dd.status-succeeded")).to_have_text("Delivered")  # the open page updates by itself
+    expect(page.get_by_role("button", name="Retry now")).to_have_count(0)
 
     page.get_by_role("link", name=receiver.url).click()
     page.get_by_role("button", name="Send test event").click()
@@ -137,12 +152,12 @@ def test_deliveries_attempts_retry_replay_test_event_rotate_pause_resume(live_se
 
     page.get_by_role("button", name="Rotate signing secret").click()
     expect(page.get_by_role("heading", name="New signing secret")).to_be_visible()
-    assert page.get_by_label("Signing secret").input_value().startswith("whsec_")
+    assert page.get_by_role("textbox", name="Signing secret").inner_text().startswith("whsec_")
     page.get_by_role("link", name="Go to the endpoint").click()
     page.get_by_role("button", name="Pause").click()
     expect(page.locator("dd.status-paused")).to_have_text("Paused")
     page.get_by_role("button", name="Resume").click()
-    expect(page.locator("dd.status-confirmed")).to_have_text("Confirmed")
+    expect(page.locator("dd.status-confirmed")).to_have_text("Receiving events")
 
 
 def test_a_frozen_endpoint_says_why_and_is_enabled_once_fixed(live_server, browser_page, shop, receiver):
@@ -203,9 +218,84 @@ def test_choose_other_event_types_and_move_to_a_new_url(live_server, browser_pag
     expect(page.locator("dd.status-pending_confirmation")).to_be_visible()
     shot(page, "portal-08-moved-awaiting-confirmation")
     settle()  # the new URL consents
-    page.reload()
-    expect(page.locator("dd.status-confirmed")).to_have_text("Confirmed")
+    expect(page.locator("dd.status-confirmed")).to_have_text("Receiving events")
     publish("orders", {"order": 2}, owner=owner, event_type="order.shipped", tenant="acme")
     settle()
     assert [r.json()["type"] for r in other_receiver.requests][-1] == "order.shipped"
     assert receiver.requests == []
+
+
+def test_removing_an_endpoint_asks_first(live_server, browser_page, shop, receiver):
+    owner, acme = shop["owner"], shop["acme"]
+    subscription, _ = subscription_create(topic=owner.topics.get(name="orders"), endpoint=receiver.url, tenant=acme,
+                                          event_types=["order.created"])
+    publish("orders", {"order": 1}, owner=owner, event_type="order.created", tenant="acme")
+    settle()
+    page = browser_page
+    open_portal(page, live_server, acme)
+    page.get_by_role("link", name=receiver.url).click()
+    page.get_by_role("button", name="Remove endpoint…").click()
+    expect(page.get_by_role("heading", name="Remove this endpoint?")).to_be_visible()
+    expect(page.get_by_role("main")).to_contain_text("delivery history (1 delivery) is deleted with it")
+    shot(page, "portal-09-remove-asks-first")
+    assert Subscription.objects.filter(id=subscription.id).exists()  # the first press removed nothing
+    page.get_by_role("link", name="Keep it").click()
+    expect(page.locator("dd.status-confirmed")).to_be_visible()
+    page.get_by_role("button", name="Remove endpoint…").click()
+    page.get_by_role("button", name="Yes, remove it").click()
+    expect(page.get_by_role("status")).to_contain_text("Endpoint removed")
+    assert not Subscription.objects.filter(id=subscription.id).exists()
+
+
+def shop_page(html: str) -> Reply:
+    """The shop's own app, served by a receiver on 127.0.0.1 (a real server: a redirect goes to it for real)."""
+    return Reply(body=html.encode(), headers={"Content-Type": "text/html; charset=utf-8"})
+
+
+def test_an_expired_link_goes_to_the_refresh_url_or_says_so_in_the_shops_colours(live_server, browser_page, shop,
+                                                                                   other_receiver):
+    page = browser_page
+    with override_settings(HERALD_PUBLIC_URL=live_server.url):
+        expired = portal_link(shop["acme"], ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=6))
+    page.goto(expired)
+    expect(page.get_by_role("heading", name="This link has expired")).to_be_visible()
+    expect(page.get_by_role("banner")).to_contain_text("Alice's Shop")
+    expect(page.get_by_role("alert")).to_contain_text("open the page again from the app that gave it to you")
+    shot(page, "portal-10-expired")
+
+    refresh = f"{other_receiver.url}/account/webhooks"
+    Portal.objects.filter(owner=shop["owner"]).update(refresh_url=refresh)
+    other_receiver.script = [shop_page("<title>Alice's Shop</title><h1>Your account</h1>")]
+    page.goto(expired)
+    expect(page.get_by_role("heading", name="Your account")).to_be_visible()
+    assert page.url == refresh
+
+
+def framing_snippet() -> str:
+    """docs/tenants.md's iframe and height listener, as a shop pastes it into its page."""
+    text = (ROOT / "docs" / "tenants.md").read_text()
+    return text.split("<!-- docs-test: run by tests/test_portal_browser.py")[1].split("```html")[1].split("```")[0]
+
+
+def test_in_an_iframe_the_portal_tells_the_shops_page_its_height(live_server, browser_page, shop, receiver,
+                                                                 other_receiver):
+    owner, acme = shop["owner"], shop["acme"]
+    for n in range(4):
+        subscription_create(topic=owner.topics.get(name="orders"), endpoint=f"{receiver.url}{n}", tenant=acme,
+                            event_types=["order.created"])
+    shop_origin = other_receiver.url.split("/", 3)[:3]
+    Portal.objects.filter(owner=owner).update(frame_ancestors=["/".join(shop_origin)])
+    with override_settings(HERALD_PUBLIC_URL=live_server.url):
+        link = portal_link(acme)
+    other_receiver.script = [shop_page(
+        f"<!doctype html><title>Alice's Shop</title><h1>Webhooks</h1>{framing_snippet()}".replace(
+            "{{ portal_url }}", link))]
+    page = browser_page
+    page.goto(f"{other_receiver.url}/account/webhooks")
+    portal = page.frame_locator("iframe")
+    expect(portal.get_by_role("heading", name="Your endpoints")).to_be_visible()
+    frame = page.locator("iframe")
+    content = portal.locator("body").evaluate("body => Math.ceil(body.getBoundingClientRect().height)")
+    expect(frame).to_have_attribute("style", re.compile(rf"height: {content}px"))
+    assert content > 300  # taller than an iframe's default height: the shop's page grew to fit, no inner scrollbar
+    shot(page, "portal-11-framed")

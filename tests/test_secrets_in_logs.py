@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 from secrets import token_hex
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -96,7 +97,7 @@ def test_no_secret_reaches_the_output_of_gunicorn_or_a_worker(api, user, receive
         wait_until(lambda: _answers(base), timeout=30, interval=0.2)
         tenant = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme"}, format="json").json()
         key = api.post(f"/api/tenants/{tenant['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
-        portal = tenancy.portal_link(Tenant.objects.get(id=tenant["id"]))
+        portal = urlsplit(tenancy.portal_link(Tenant.objects.get(id=tenant["id"]))).path
         authority = Authority()
         receiver.script = authority.reply
         topic, created = subscribe_with_oauth(api, receiver)

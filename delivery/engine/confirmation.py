@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
-from delivery.conf import VERSION, herald
+from delivery.conf import VERSION, herald, public_url
 from delivery.engine import clock, lifecycle, queues, quotas
 from delivery.engine.errors import ApplicationError
 from delivery.rules import wire
@@ -41,7 +41,7 @@ def token_hash(token: str) -> str:
 
 def confirm_url(token: str) -> str:
     path = reverse("herald:subscription-confirm-by-link")
-    return f"{herald.PUBLIC_URL.rstrip('/')}{path}?{urlencode({'token': token})}"
+    return f"{public_url(path)}?{urlencode({'token': token})}"
 
 
 def current_token(subscription: Subscription) -> str:

@@ -7,7 +7,7 @@ answers 404, as another owner's objects do.
 
     tenant, _ = tenant_create(owner=shop, external_id="acme", name="Acme Ltd")
     key, plaintext = tenant_key_create(tenant=tenant)      # plaintext: shown this once
-    url = portal_link(tenant, ttl=timedelta(hours=1))      # /portal/<token>/ for the tenant's browser
+    url = portal_link(tenant, ttl=timedelta(hours=1))      # https://…/portal/<token>/ for the tenant's browser
 """
 
 import hashlib
@@ -20,7 +20,7 @@ from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from delivery.conf import herald
+from delivery.conf import herald, public_url
 from delivery.engine import clock, lifecycle
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
@@ -145,12 +145,13 @@ def portal_token(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_on
 
 
 def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_only: bool = False, now=None) -> str:
-    """The path of a portal link for `tenant` (`/portal/<token>/` under Herald's URLs); the owner's backend hands
-    it, on its own host, to the tenant's browser."""
-    return reverse("herald:portal-home", args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)])
+    """A portal link for `tenant`: the full URL (HERALD_PUBLIC_URL, then `/portal/<token>/` under Herald's URLs)
+    that the owner's backend hands to the tenant's browser; the API's portal-link answers the same."""
+    return public_url(reverse("herald:portal-home",
+                              args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)]))
 
 
-PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors")
+PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors", "refresh_url")
 
 
 def portal_update(*, owner, **changes) -> Portal:
@@ -170,7 +171,13 @@ def portal_update(*, owner, **changes) -> Portal:
 
 
 class LinkRefused(Exception):
-    """The portal link is forged, expired or names a tenant that no longer exists."""
+    """The portal link is forged, expired or names a tenant that no longer exists. `owner_id`: whose portal a
+    genuine but expired link was (its page is branded and may send the browser to the owner's refresh URL);
+    None for a link Herald did not sign, which names nobody."""
+
+    def __init__(self, reason: str, owner_id: int | None = None):
+        super().__init__(reason)
+        self.owner_id = owner_id
 
 
 def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
@@ -179,11 +186,12 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
         tenant_id, read_only, expires = signing.loads(token, salt=PORTAL_SALT)
     except (signing.BadSignature, ValueError, TypeError):
         raise LinkRefused("This link is not valid.") from None
-    if int((now or clock.now()).timestamp()) >= expires:
-        raise LinkRefused("This link has expired; ask for a new one.")
     tenant = Tenant.objects.select_related("owner").filter(id=tenant_id).first()
     if tenant is None or not tenant.owner.is_active:
         raise LinkRefused("This link is not valid.")
+    if int((now or clock.now()).timestamp()) >= expires:
+        raise LinkRefused("This link has expired; open the page again from the app that gave it to you.",
+                          owner_id=tenant.owner_id)
     return TenantAccess(tenant, bool(read_only), "portal"), expires
 
 

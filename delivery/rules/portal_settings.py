@@ -3,12 +3,14 @@
 `frame_ancestors` goes into every portal answer's Content-Security-Policy header, so it is a list of plain origins
 (or `'self'`), each matched whole (`fullmatch`: a regex's `$` also matches before a final line break) and free of
 control characters (rules/header_text.py). `colour` goes into the pages' style sheet, so it is `#rrggbb` and
-nothing else. The API, the admin's form and `tenancy.portal_update` ask `problems`; the portal reads stored values
-through `csp_frame_ancestors` and `brand_colour`, which skip what these rules would refuse, so settings stored
-before a rule existed never break a page.
+nothing else. `refresh_url` goes into a `Location` header when a link has expired, so it is an absolute http(s)
+URL without credentials or control characters. The API, the admin's form and `tenancy.portal_update` ask
+`problems`; the portal reads stored values through `csp_frame_ancestors`, `brand_colour` and `refresh_url`, which
+skip what these rules would refuse, so settings stored before a rule existed never break a page.
 """
 
 import re
+from urllib.parse import urlsplit
 
 from delivery.rules.header_text import control_problem
 
@@ -36,7 +38,29 @@ def colour_problem(value) -> str | None:
     return None if isinstance(value, str) and COLOUR.fullmatch(value) else "A colour as #rrggbb."
 
 
-CHECKS = {"frame_ancestors": frame_ancestors_problem, "colour": colour_problem}
+MAX_URL_CHARS = 2048
+
+
+def refresh_url_problem(value) -> str | None:
+    if value == "":
+        return None
+    if not isinstance(value, str) or len(value) > MAX_URL_CHARS:
+        return f"must be a URL of at most {MAX_URL_CHARS} characters"
+    problem = control_problem(value)
+    if problem:
+        return problem
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+        return "must be an absolute http(s) URL, e.g. https://app.example.com/webhooks/portal"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry credentials (user:password@)"
+    return None
+
+
+CHECKS = {"frame_ancestors": frame_ancestors_problem, "colour": colour_problem, "refresh_url": refresh_url_problem}
 
 
 def problems(changes: dict) -> dict[str, str]:
@@ -49,6 +73,11 @@ def csp_frame_ancestors(stored) -> str:
     """The Content-Security-Policy's frame-ancestors sources: the stored origins that pass the rule, else 'none'."""
     usable = [item for item in stored or [] if origin_problem(item) is None] if isinstance(stored, list) else []
     return " ".join(usable) or "'none'"
+
+
+def refresh_url(stored) -> str:
+    """The stored refresh URL when it passes the rule, else "" (the expired page says so instead)."""
+    return stored if stored and refresh_url_problem(stored) is None else ""
 
 
 def brand_colour(stored) -> str:

@@ -9,9 +9,14 @@ under `/portal/`, a refused link's and a 404's too. Stored settings are read thr
 (rules/portal_settings.py), so a value stored before a rule existed is left out, never a 500.
 
 What a tenant may do here is what its key may do through the API, through the same services.
+
+The pages work without JavaScript. One script, inline under a per-answer nonce (the CSP allows no other), adds what
+needs it: copy buttons, the page's height told to a framing parent (`herald-portal:height`, docs/tenants.md), and a
+page waiting on a delivery or a confirmation updating itself for up to two minutes.
 """
 
 import json
+import secrets
 from datetime import UTC, datetime, timedelta
 from functools import wraps
 
@@ -27,11 +32,12 @@ from delivery.engine.confirmation import confirmation_resend
 from delivery.engine.errors import ApplicationError
 from delivery.models import Delivery
 from delivery.rules import portal_settings
-from delivery.rules.vocabulary import DeliveryStatus
+from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
 from subscriptions.models import EventType, Portal, Subscription, Topic
 from subscriptions.states import EndpointState
 
 RECENT_DELIVERIES = 25
+REMOVE_COUNTED = 10_000  # the removal page counts the history it deletes up to this many
 ACTIONS = ("pause", "resume", "rotate", "test", "delete", "replay", "enable", "resend", "move", "types")
 DONE = {"pause": "Paused: new events are held until you resume.", "resume": "Resumed.",
         "test": "A test event is on its way.", "delete": "Endpoint removed.",
@@ -48,13 +54,14 @@ def portal_page(view):
     @csrf_exempt
     @wraps(view)
     def wrapper(request, token, *args, **kwargs):
+        nonce = secrets.token_urlsafe(16)
         try:
             access, expires = tenancy.portal_access(token)
         except tenancy.LinkRefused as refused:
-            return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused)}, status=403), None)
-        portal = Portal.objects.filter(owner_id=access.owner_id).first() or Portal(owner_id=access.owner_id)
+            return _refused(request, refused, nonce)
+        portal = _portal_of(access.owner_id)
         request.portal = {"access": access, "tenant": access.tenant, "token": token, "portal": portal,
-                          "brand": portal_settings.brand_colour(portal.colour),
+                          "brand": portal_settings.brand_colour(portal.colour), "nonce": nonce,
                           "expires": datetime.fromtimestamp(expires, tz=UTC),
                           "read_only": access.read_only}
         if access.read_only and request.method == "POST":
@@ -66,9 +73,28 @@ def portal_page(view):
             except Http404:
                 response = render(request, "herald/portal/refused.html", {
                     "title": "Not found", "reason": "There is no such page here.", **request.portal}, status=404)
-        return _headers(response, portal)
+        return _headers(response, portal, nonce)
 
     return wrapper
+
+
+def _portal_of(owner_id: int) -> Portal:
+    return Portal.objects.filter(owner_id=owner_id).first() or Portal(owner_id=owner_id)
+
+
+def _refused(request, refused: tenancy.LinkRefused, nonce: str):
+    """A link Herald did not sign: a plain 403 page. A genuine link that expired: off to the owner's refresh URL,
+    which issues a fresh one, or else the owner's branded page saying so."""
+    if refused.owner_id is None:
+        return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused), "nonce": nonce},
+                               status=403), None, nonce)
+    portal = _portal_of(refused.owner_id)
+    refresh = portal_settings.refresh_url(portal.refresh_url)
+    if refresh:
+        return _headers(HttpResponseRedirect(refresh), portal, nonce)
+    return _headers(render(request, "herald/portal/refused.html", {
+        "title": "Link expired", "reason": str(refused), "portal": portal, "nonce": nonce,
+        "brand": portal_settings.brand_colour(portal.colour)}, status=403), portal, nonce)
 
 
 @portal_page
@@ -77,10 +103,11 @@ def not_found(request, rest: str = ""):
     raise Http404
 
 
-def _headers(response, portal):
+def _headers(response, portal, nonce: str):
     ancestors = portal_settings.csp_frame_ancestors(portal.frame_ancestors if portal is not None else None)
     response["Content-Security-Policy"] = f"frame-ancestors {ancestors}; default-src 'self'; img-src 'self' https: " \
-                                          f"data:; style-src 'self' 'unsafe-inline'; form-action 'self'"
+                                          f"data:; style-src 'self' 'unsafe-inline'; script-src 'nonce-{nonce}'; " \
+                                          f"form-action 'self'"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "no-store"
     if ancestors != "'none'":
@@ -111,8 +138,9 @@ def home(request):
     subscriptions = list(_subscriptions(request).order_by("id"))
     attention = [s for s in subscriptions if s.endpoint.state != EndpointState.ACTIVE
                  or s.status != Subscription.Status.CONFIRMED]
+    show_topic = _topics(request).count() != 1 or len({s.topic_id for s in subscriptions}) > 1
     return _page(request, "home.html", {"subscriptions": subscriptions, "attention": attention,
-                                        "done": DONE.get(request.GET.get("done", ""))})
+                                        "show_topic": show_topic, "done": DONE.get(request.GET.get("done", ""))})
 
 
 @portal_page
@@ -136,9 +164,10 @@ def subscription_new(request):
             "event_types": request.POST.getlist("event_types")}
     errors = {}
     if request.method == "POST":
-        topic = next((t for t in topics if str(t.id) == form["topic"]), None)
+        # One open topic: the customer chooses event types (or takes all), never the topic.
+        topic = topics[0] if len(topics) == 1 else next((t for t in topics if str(t.id) == form["topic"]), None)
         if topic is None:
-            errors["topic"] = "Choose a topic."
+            errors["topic"] = "Choose which events." if topics else "There is nothing to subscribe to yet."
         if not form["url"]:
             errors["url"] = "Enter your endpoint's URL (https://…)."
         if not errors:
@@ -167,12 +196,15 @@ def _fields(exc: ApplicationError) -> dict:
 
 def _subscription_page(request, subscription: Subscription, *, error: str = "", status: int = 200):
     """An endpoint's page: its health and latest deliveries, its actions, and what the last one refused."""
-    deliveries = (Delivery.objects.filter(subscription=subscription).select_related("message")
-                  .order_by("-id")[:RECENT_DELIVERIES])
+    deliveries = list(Delivery.objects.filter(subscription=subscription).select_related("message")
+                      .order_by("-id")[:RECENT_DELIVERIES])
+    waiting = subscription.status == Subscription.Status.PENDING_CONFIRMATION or any(
+        d.status in UNFINISHED for d in deliveries)
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
         "transitions": subscription.endpoint.transitions.all()[:5], "done": DONE.get(request.GET.get("done", "")),
-        "types": _catalog(request).filter(deprecated=False), "error": error}, status=status)
+        "types": _catalog(request).filter(deprecated=False), "error": error, "refresh": waiting,
+        "show_topic": _topics(request).count() != 1}, status=status)
 
 
 @portal_page
@@ -192,6 +224,9 @@ def subscription_action(request, subscription_id: int, name: str):
             return _page(request, "secret.html", {"subscription": rotated, "secret": rotated.secret,
                                                   "created": False})
         if name == "delete":
+            if request.POST.get("confirm") != "yes":  # the first press asks: removing deletes its history too
+                return _page(request, "remove.html", {"subscription": subscription, "deliveries": (
+                    subscription.deliveries.all()[:REMOVE_COUNTED + 1].count()), "counted": REMOVE_COUNTED})
             subscription.delete()
             return HttpResponseRedirect(_url(request, "home") + "?done=delete")
         run(name, subscription, request)
@@ -234,6 +269,7 @@ def delivery_detail(request, delivery_id: int):
     attempts = delivery.attempts.select_related("exchange").order_by("-number")[:20]
     retryable = delivery.status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
     return _page(request, "delivery.html", {"delivery": delivery, "attempts": attempts, "retryable": retryable,
+                                            "refresh": delivery.status in UNFINISHED,
                                             "done": DONE.get(request.GET.get("done", ""))})
 
 

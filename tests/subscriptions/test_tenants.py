@@ -3,6 +3,7 @@ receive only the events published for them (or broadcast), and see nothing else:
 on every route of the schema, exactly as another owner's objects do."""
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from django.test import override_settings
@@ -342,7 +343,7 @@ def test_owner_api_issues_portal_links_and_frames_them_where_asked(shop, client)
     page = client.get(link.json()["url"])
     assert page.status_code == 200 and "Alice&#x27;s Shop" in page.content.decode()
     assert "frame-ancestors https://app.alice.example" in page["Content-Security-Policy"]
-    path = link.json()["url"].split("testserver", 1)[1]
+    path = urlsplit(link.json()["url"]).path
     sub = shop["acme"]["subscription"]["id"]
     assert client.post(f"{path}endpoints/{sub}/pause/").status_code == 403  # read-only link
     assert Subscription.objects.get(id=sub).status == "confirmed"
@@ -462,3 +463,24 @@ def test_a_tenant_chooses_other_event_types_in_the_portal(shop, client):
     assert Subscription.objects.get(id=sub).event_types == ["order.shipped"]
     refused = client.post(f"{base}endpoints/{sub}/types/", {"event_types": ["internal.audit"]})
     assert refused.status_code == 400 and "catalog" in refused.content.decode()
+
+
+def test_a_portal_link_is_the_same_full_url_from_python_and_from_the_api(shop, settings):
+    """Both start with HERALD_PUBLIC_URL (a Python caller has no request to take a host from); a PUBLIC_URL that
+    already ends in Herald's mount prefix is not doubled."""
+    settings.HERALD_PUBLIC_URL = "https://webhooks.shop.example/"
+    tenant = Tenant.objects.get(id=shop["acme"]["tenant"]["id"])
+    answered = shop["api"].post(f"/api/tenants/{tenant.id}/portal-link/", {}, format="json").json()["url"]
+    from_python = tenancy.portal_link(tenant)
+    for url in (answered, from_python):
+        assert url.startswith("https://webhooks.shop.example/portal/") and url.endswith("/")
+    assert tenancy.portal_access(urlsplit(from_python).path.split("/")[-2])[0].tenant == tenant
+
+
+def test_the_public_url_is_put_in_front_of_a_path_once():
+    from delivery.conf import public_url
+    with override_settings(HERALD_PUBLIC_URL="https://shop.example/herald"):
+        assert public_url("/herald/portal/t/") == "https://shop.example/herald/portal/t/"
+        assert public_url("/heraldic/x/") == "https://shop.example/herald/heraldic/x/"
+    with override_settings(HERALD_PUBLIC_URL="https://shop.example"):
+        assert public_url("/herald/portal/t/") == "https://shop.example/herald/portal/t/"

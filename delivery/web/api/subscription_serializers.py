@@ -2,6 +2,8 @@
 are delivery/rules/subscription_rules.py's and a publish's delivery/rules/publish_input.py's, so the API refuses
 exactly what the admin and the Python services refuse. Secrets are shown once, at creation or rotation."""
 
+from collections.abc import Mapping
+
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
@@ -92,6 +94,10 @@ class DeliveryHeadersField(serializers.JSONField):
         return delivery_headers.shown(value)
 
 
+OWNER_TUNING = ("delivery_policy", "effective_delivery_policy", "filter_policy_scope", "raw_message_delivery",
+                "max_events_per_batch", "preferred_batch_size_kb", "ordered_delivery")
+
+
 class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
 
@@ -153,6 +159,28 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
                   "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
+
+    def get_fields(self):
+        """A tenant's view leaves out how the owner tunes delivery (SNS's words: policies, batching, scopes), which
+        its customer can neither read in its own terms nor change."""
+        fields = super().get_fields()
+        if self._by_tenant():
+            for name in OWNER_TUNING:
+                fields.pop(name, None)
+        return fields
+
+    def _by_tenant(self) -> bool:
+        request = self.context.get("request")
+        return request is not None and tenancy.tenant_of(request) is not None
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and self._by_tenant():
+            tuned = [name for name in OWNER_TUNING if name in data]
+            if tuned:
+                raise serializers.ValidationError({name: [
+                    "set by the owner of these webhooks (how events are delivered), not with a tenant key"]
+                    for name in tuned})
+        return super().to_internal_value(data)
 
     def validate(self, data):
         data = super().validate(data)

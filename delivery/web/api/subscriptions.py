@@ -207,7 +207,8 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         if secret is None:
             body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data
             return Response(body, status=status.HTTP_200_OK)
-        return Response(SubscriptionCreatedSerializer(subscription).data, status=status.HTTP_201_CREATED)
+        return Response(SubscriptionCreatedSerializer(subscription, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)

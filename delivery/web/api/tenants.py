@@ -152,9 +152,8 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         ttl, read_only = serializer.validated_data["ttl_seconds"], serializer.validated_data["read_only"]
         now = timezone.now()
-        path = tenancy.portal_link(tenant, ttl=timedelta(seconds=ttl), read_only=read_only, now=now)
-        body = {"url": request.build_absolute_uri(path), "expires_at": now + timedelta(seconds=ttl),
-                "read_only": read_only}
+        url = tenancy.portal_link(tenant, ttl=timedelta(seconds=ttl), read_only=read_only, now=now)
+        body = {"url": url, "expires_at": now + timedelta(seconds=ttl), "read_only": read_only}
         return Response(PortalLinkCreatedSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -196,7 +195,7 @@ class PortalSerializer(StrictInput, serializers.ModelSerializer):
 
     class Meta:
         model = Portal
-        fields = ["name", "logo_url", "colour", "frame_ancestors"]
+        fields = list(tenancy.PORTAL_FIELDS)
 
 
 class PortalSettingsView(HeraldAPI, APIView):

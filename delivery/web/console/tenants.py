@@ -166,7 +166,7 @@ class PortalForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        for name, reason in portal_settings.problems({name: data[name] for name in ("frame_ancestors", "colour")
+        for name, reason in portal_settings.problems({name: data[name] for name in portal_settings.CHECKS
                                                       if name in data}).items():
             self.add_error(name, reason)
         return data
@@ -175,7 +175,7 @@ class PortalForm(forms.ModelForm):
 @admin.register(Portal)
 class PortalAdmin(admin.ModelAdmin):
     form = PortalForm
-    list_display = ["owner", "name", "colour"]
+    list_display = ["owner", "name", "colour", "refresh_url"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["owner"] if obj is not None else []

@@ -108,3 +108,81 @@ def test_replay_in_the_portal_keeps_to_the_range_it_states(shop, link, client, h
         assert response.status_code == 302, response.content
     else:
         assert response.status_code == 400 and "between a minute and 30 days" in response.content.decode()
+
+
+@pytest.mark.parametrize("value,accepted", [
+    ("https://app.alice.example/account/webhooks?tab=2", True), ("", True), ("http://127.0.0.1:8000/w", True),
+    ("javascript:alert(1)", False), ("/relative/path", False), ("https://user:pw@app.alice.example/", False),
+    ("https://app.alice.example/\r\nSet-Cookie: a=b", False), ("https://" + "a" * 2100 + ".example/", False),
+    (["https://app.alice.example/"], False), ("https://app.alice.example/a b", False)])
+def test_the_refresh_url_is_an_absolute_web_address_or_nothing(shop, value, accepted):
+    response = shop["api"].patch("/api/portal/", {"refresh_url": value}, format="json")
+    if accepted:
+        assert response.status_code == 200 and response.json()["refresh_url"] == value, response.content
+    else:
+        assert response.status_code == 400 and list(response.json()) == ["refresh_url"], response.content
+
+
+def test_the_admin_checks_the_refresh_url_as_the_api_does(admin_client, user):
+    page = admin_client.post("/admin/herald_subscriptions/portal/add/", {
+        "owner": user.id, "name": "Shop", "logo_url": "", "colour": "", "frame_ancestors": "[]",
+        "refresh_url": "https://user:pw@app.alice.example/"})
+    assert page.status_code == 200 and "credentials" in page.content.decode()
+    assert not Portal.objects.exists()
+
+
+def expired_link(tenant) -> str:
+    from datetime import timedelta
+
+    from django.utils import timezone
+    return tenancy.portal_link(tenant, ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=6))
+
+
+def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop, client, user):
+    acme = Tenant.objects.get(external_id="acme")
+    expired = client.get(expired_link(acme))
+    assert expired.status_code == 403 and "This link has expired" in expired.content.decode()
+    portal_headers(expired)
+    Portal.objects.create(owner=user, name="Alice's Shop", refresh_url="https://app.alice.example/webhooks")
+    expired = client.get(expired_link(acme) + "endpoints/1/")
+    assert expired.status_code == 302 and expired["Location"] == "https://app.alice.example/webhooks"
+    portal_headers(expired)
+    token = expired_link(acme).rstrip("/").rsplit("/", 1)[1]
+    forged = client.get(f"/portal/{token[:-2]}xx/")  # a signature Herald did not make: it names nobody
+    assert forged.status_code == 403 and "Location" not in forged and "Alice" not in forged.content.decode()
+    Portal.objects.filter(owner=user).update(refresh_url="javascript:alert(1)")  # stored before the rule
+    assert client.get(expired_link(acme)).status_code == 403
+
+
+def test_each_page_runs_only_its_own_script(shop, link, client):
+    first, second = client.get(link), client.get(link)
+    nonces = []
+    for page in (first, second):
+        nonce = page["Content-Security-Policy"].split("script-src 'nonce-", 1)[1].split("'", 1)[0]
+        assert f'<script nonce="{nonce}">' in page.content.decode()
+        nonces.append(nonce)
+    assert nonces[0] != nonces[1] and len(nonces[0]) >= 16
+
+
+def test_removing_an_endpoint_takes_a_second_step(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    asked = client.post(f"{link}endpoints/{sub}/delete/")
+    assert asked.status_code == 200 and "Remove this endpoint?" in asked.content.decode()
+    assert Subscription.objects.filter(id=sub).exists()
+    removed = client.post(f"{link}endpoints/{sub}/delete/", {"confirm": "yes"})
+    assert removed.status_code == 302 and not Subscription.objects.filter(id=sub).exists()
+
+
+def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):
+    from delivery.web.api.subscription_serializers import OWNER_TUNING
+    acme, sub = shop["acme"]["client"], shop["acme"]["subscription"]
+    assert not set(OWNER_TUNING) & set(sub)  # the create's answer
+    assert not set(OWNER_TUNING) & set(acme.get(f"/api/subscriptions/{sub['id']}/").json())
+    assert not set(OWNER_TUNING) & set(acme.get("/api/subscriptions/").json()["results"][0])
+    for name, value in (("delivery_policy", {"healthyRetryPolicy": {"numRetries": 1}}),
+                        ("filter_policy_scope", "MessageBody"), ("preferred_batch_size_kb", 64)):
+        refused = acme.patch(f"/api/subscriptions/{sub['id']}/", {name: value}, format="json")
+        assert refused.status_code == 400 and list(refused.json()) == [name], refused.content
+        assert "set by the owner" in refused.json()[name][0]
+    owners = shop["api"].get(f"/api/subscriptions/{sub['id']}/").json()
+    assert set(OWNER_TUNING) <= set(owners)  # the owner's token sees them all
