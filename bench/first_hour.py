@@ -6,13 +6,20 @@
    the settings, URLs and receiver view of docs/embedding.md (its first hour) → `migrate` → runserver, a worker and
    the scheduler → subscribe the view with a secret made by `manage.py herald_secret` → `publish()` → the view has
    the event.
+3. A customer's portal, in part 2's project with its processes still running: in `manage.py shell`, the shop
+   registers a customer as a tenant, opens its topic to tenants, subscribes the view for the tenant, publishes
+   for it and prints `portal_link()` → headless Chromium opens the link, clicks through to the endpoint's page
+   and reloads it until "Latest deliveries" shows a delivered row.
 
-    python bench/first_hour.py [--json FILE]
+    python bench/first_hour.py [--only alone|embedded|portal] [--json FILE]
 
-Each step's time is printed beside the total. Ports 8000 and 6379 (make run's) must be free for part 1.
+`--only portal` runs part 2 first (part 3 continues in its project) and reports both. Each step's time is printed
+beside the total; `--json` writes {"alone"|"embedded"|"portal": {"steps": {step: seconds}, "total": seconds}}, and
+part 3's reloads of the endpoint's page. Ports 8000 and 6379 (make run's) must be free for part 1.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -25,10 +32,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from delivery.management import localredis  # noqa: E402 (the checkout's, for part 2's Redis)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, as in tests/test_browser.py (never `playwright install`)
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -135,8 +149,10 @@ print("published", publish(topic, {"order": 1}, event_type="order.placed").id)
 '''
 
 
-def herald_embedded(work: Path) -> dict:
-    """Part 2: an empty virtualenv → the first event received by a decorated view of a new project."""
+@contextlib.contextmanager
+def herald_embedded(work: Path):
+    """Part 2: an empty virtualenv → the first event received by a decorated view of a new project. Yields its
+    figures and the running project (for part 3); the processes and Redis stop when the block ends."""
     steps, started = {}, time.monotonic()
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -160,15 +176,16 @@ def herald_embedded(work: Path) -> dict:
     (project / "urls.py").write_text(URLS)
     steps["startproject + embedding.md's settings, URLs and view"] = time.monotonic() - started - sum(steps.values())
     redis_port, web_port = free_port(), free_port()
-    redis = localredis.start(redis_port, tempfile.mkdtemp(prefix="herald-first-hour-"))
+    redis = localredis.start(redis_port, str(work / "redis"))
     secret = subprocess.run([python, "manage.py", "herald_secret"], cwd=work, capture_output=True, text=True,
                             env={**os.environ, "HERALD_SECRET": "x", "HERALD_PUBLIC_URL": "x",
                                  "DJANGO_SETTINGS_MODULE": "shopsite.settings"}).stdout.strip()
     received = work / "received.jsonl"
+    origin = f"http://127.0.0.1:{web_port}"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "PYTHONPATH")}
+    # The origin alone: Herald's links are built as HERALD_PUBLIC_URL + a reversed path, which has /herald/ already.
     env.update(REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", HERALD_SECRET=secret, RECEIVED_FILE=str(received),
-               HERALD_PUBLIC_URL=f"http://127.0.0.1:{web_port}/herald", HOOK=f"http://127.0.0.1:{web_port}/hooks/orders/",
-               DJANGO_SETTINGS_MODULE="shopsite.settings")
+               HERALD_PUBLIC_URL=origin, HOOK=f"{origin}/hooks/orders/", DJANGO_SETTINGS_MODULE="shopsite.settings")
     processes = []
     try:
         subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=work, env=env, check=True)
@@ -186,29 +203,98 @@ def herald_embedded(work: Path) -> dict:
         wait_for(lambda: received.exists() and "order.placed" in received.read_text(), 60, "the view's event")
         steps["subscribe with the secret (confirmed) → publish → the view has it"] = (
             time.monotonic() - started - sum(steps.values()))
+        yield ({"steps": steps, "total": time.monotonic() - started},
+               {"python": python, "work": work, "env": env, "origin": origin})
     finally:
         stop(processes)
         redis.terminate()
-    return {"steps": steps, "total": time.monotonic() - started}
+
+
+TENANT_EVENT = '''
+from django.contrib.auth import get_user_model
+from delivery.engine.subscribing import subscription_create, topic_update
+from delivery.events import publish
+from delivery.tenants import portal_link, tenant_create
+from subscriptions.models import Topic
+import os, time
+shop = get_user_model().objects.get(username="shop")
+acme, _ = tenant_create(owner=shop, external_id="acme", name="Acme Ltd")
+topic = topic_update(topic=Topic.objects.get(owner=shop, name="orders"), open_to_tenants=True)
+subscription, _ = subscription_create(topic=topic, endpoint=os.environ["HOOK"], tenant=acme,
+                                      secret=os.environ["HERALD_SECRET"])
+deadline = time.monotonic() + 60
+while subscription.status != "confirmed" and time.monotonic() < deadline:
+    time.sleep(0.1)
+    subscription.refresh_from_db()
+print("subscription", subscription.status)
+print("published", publish(topic, {"invoice": 1}, event_type="invoice.paid", tenant="acme").id)
+print("portal", portal_link(acme))
+'''
+
+
+def customer_portal(project: dict) -> dict:
+    """Part 3: the shop gives a customer a portal link → the customer's browser shows a first delivery."""
+    steps, started = {}, time.monotonic()
+    shell = subprocess.run([project["python"], "manage.py", "shell", "-c", TENANT_EVENT], cwd=project["work"],
+                           env=project["env"], capture_output=True, text=True, timeout=120)
+    assert "subscription confirmed" in shell.stdout, shell.stdout + shell.stderr
+    link = re.search(r"^portal (\S+)$", shell.stdout, re.M).group(1)
+    if link.startswith("/"):  # a path until portal_link returns a full URL
+        link = project["origin"] + link
+    steps["shell: tenant, open topic, subscribe (confirmed), publish, portal_link"] = time.monotonic() - started
+    reloads = 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page()
+        page.set_default_timeout(20_000)
+        steps["Chromium started"] = time.monotonic() - started - sum(steps.values())
+        page.goto(link)
+        page.get_by_role("link", name=project["env"]["HOOK"]).first.click()
+        page.wait_for_selector("text=Latest deliveries")
+        steps["portal link → the endpoint's page"] = time.monotonic() - started - sum(steps.values())
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page.wait_for_selector("td.status-succeeded", timeout=500)
+                break
+            except PlaywrightTimeout:
+                if time.monotonic() > deadline:
+                    raise SystemExit("timed out waiting for a delivered row on the portal") from None
+                page.reload()
+                reloads += 1
+        steps["a delivered row in Latest deliveries"] = time.monotonic() - started - sum(steps.values())
+        total = time.monotonic() - started
+        browser.close()
+    return {"steps": steps, "total": total, "reloads": reloads}
+
+
+def report(name: str, result: dict) -> None:
+    print(f"\n{name}: {result['total']:.0f} s")
+    for step, seconds in result["steps"].items():
+        print(f"  {seconds:6.1f} s  {step}")
+
+
+def fresh(name: str):
+    return tempfile.TemporaryDirectory(prefix=f"herald-first-hour-{name}-", ignore_cleanup_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--only", choices=("alone", "embedded"))
+    parser.add_argument("--only", choices=("alone", "embedded", "portal"))
     args = parser.parse_args()
     results = {}
-    for name, part in (("alone", herald_alone), ("embedded", herald_embedded)):
-        if args.only and args.only != name:
-            continue
-        work = Path(tempfile.mkdtemp(prefix=f"herald-first-hour-{name}-"))
-        try:
-            results[name] = part(work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        print(f"\n{name}: {results[name]['total']:.0f} s")
-        for step, seconds in results[name]["steps"].items():
-            print(f"  {seconds:6.1f} s  {step}")
+    if args.only in (None, "alone"):
+        with fresh("alone") as work:
+            results["alone"] = herald_alone(Path(work))
+        report("alone", results["alone"])
+    if args.only in (None, "embedded", "portal"):
+        with fresh("embedded") as work, herald_embedded(Path(work)) as (embedded, project):
+            results["embedded"] = embedded
+            report("embedded", embedded)
+            if args.only != "embedded":
+                results["portal"] = customer_portal(project)
+                report("portal", results["portal"])
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 
