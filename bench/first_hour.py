@@ -238,9 +238,7 @@ def customer_portal(project: dict) -> dict:
     shell = subprocess.run([project["python"], "manage.py", "shell", "-c", TENANT_EVENT], cwd=project["work"],
                            env=project["env"], capture_output=True, text=True, timeout=120)
     assert "subscription confirmed" in shell.stdout, shell.stdout + shell.stderr
-    link = re.search(r"^portal (\S+)$", shell.stdout, re.M).group(1)
-    if link.startswith("/"):  # a path until portal_link returns a full URL
-        link = project["origin"] + link
+    link = re.search(r"^portal (\S+)$", shell.stdout, re.M).group(1)  # a full URL, from HERALD_PUBLIC_URL
     steps["shell: tenant, open topic, subscribe (confirmed), publish, portal_link"] = time.monotonic() - started
     reloads = 0
     with sync_playwright() as playwright:

@@ -10,15 +10,17 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from delivery.management import localredis
-from delivery.models import Delivery
+from delivery.models import Delivery, Message
 from delivery.rules import signing
 from subscriptions.models import Subscription
 from tests.conftest import ROOT, subprocess_env, wait_until
@@ -159,3 +161,21 @@ def test_the_demo_account_is_refused_outside_a_local_run(settings):
     with pytest.raises(CommandError, match="for local runs only"):
         call_command("herald_demo")
     assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_the_readme_tenant_block_runs_as_pasted_against_the_demo(settings, redis_conn):
+    """README's tenants block, pasted into `manage.py shell` with make run's settings after what make run does
+    first (herald_demo): it needs no account it does not make, and prints a portal link that opens."""
+    settings.DEBUG = True
+    call_command("herald_demo")
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Your customers subscribe themselves: tenants")[1].split("```python")[1].split("```")[0]
+    env = subprocess_env(DJANGO_SETTINGS_MODULE="project.settings", DEBUG="1", HERALD_REQUIRE_CONFIRMATION="false",
+                         HERALD_ALLOWED_NETWORKS="127.0.0.0/8,::1/128")
+    pasted = subprocess.run([sys.executable, "manage.py", "shell"], input=block, cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert pasted.returncode == 0, pasted.stderr
+    link = pasted.stdout.strip().splitlines()[-1]
+    assert link.startswith("http://127.0.0.1:8000/portal/"), pasted.stdout  # make run's HERALD_PUBLIC_URL
+    assert Client().get(urlsplit(link).path).status_code == 200
+    assert set(Message.objects.values_list("tenant__external_id", "broadcast")) == {("acme", False), (None, True)}
