@@ -25,7 +25,7 @@ def main() -> None:
     from django.db import connection  # noqa: PLC0415
     from django.utils import timezone  # noqa: PLC0415
 
-    from delivery.engine import due_work  # noqa: PLC0415
+    from delivery.engine.claiming import due_work  # noqa: PLC0415
 
     try:
         with connection.cursor() as c:

@@ -134,7 +134,7 @@ def order_events(request, event):
 '''
 FIRST_EVENT = '''
 from django.contrib.auth import get_user_model
-from delivery.engine.subscribing import subscription_create, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
 import os, time
 shop, _ = get_user_model().objects.get_or_create(username="shop")
 topic, _ = topic_create(owner=shop, name="orders")
@@ -193,7 +193,7 @@ def herald_embedded(work: Path):
         processes += [start([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{web_port}"], work,
                             work / "web.log", env),
                       start([python, "manage.py", "rqworker", "deliveries", "retries", "--worker-class",
-                             "delivery.engine.worker.HeraldWorker"], work, work / "worker.log", env),
+                             "delivery.engine.sending.worker.HeraldWorker"], work, work / "worker.log", env),
                       start([python, "manage.py", "herald_cron"], work, work / "cron.log", env)]
         wait_for(lambda: "dispatching" in (work / "cron.log").read_text(), 120, "the scheduler")
         steps["runserver, worker, scheduler up"] = time.monotonic() - started - sum(steps.values())
@@ -212,7 +212,7 @@ def herald_embedded(work: Path):
 
 TENANT_EVENT = '''
 from django.contrib.auth import get_user_model
-from delivery.engine.subscribing import subscription_create, topic_update
+from delivery.engine.accounts.subscribing import subscription_create, topic_update
 from delivery.events import publish
 from delivery.tenants import portal_link, tenant_create
 from subscriptions.models import Topic

@@ -26,8 +26,8 @@ import django_rq  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from delivery.engine import fanout  # noqa: E402
-from delivery.engine.publishing import message_publish  # noqa: E402
+from delivery.engine.intake import fanout  # noqa: E402
+from delivery.engine.intake.publishing import message_publish  # noqa: E402
 from delivery.models import Delivery, Message  # noqa: E402
 from delivery.rules import filter_policy  # noqa: E402
 from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402

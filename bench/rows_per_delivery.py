@@ -79,7 +79,7 @@ Subscription.objects.create(topic=topic, endpoint=endpoint, status="confirmed")
 """
 PUBLISH = """
 from subscriptions.models import Topic
-from delivery.engine.publishing import Entry, message_publish_batch
+from delivery.engine.intake.publishing import Entry, message_publish_batch
 topic = Topic.objects.get(name="t")
 for start in range(0, {n}, 100):
     message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k}}) for k in range(start, min(start + 100, {n}))])

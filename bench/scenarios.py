@@ -461,7 +461,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().split
     def handshakes() -> None:  # asked again every 10 s, so one is always hanging
         while not stop.is_set():
             bench.django("""
-from delivery.engine.confirmation import confirmation_request
+from delivery.engine.accounts.confirmation import confirmation_request
 from subscriptions.models import Subscription
 for s in Subscription.objects.filter(status="pending_confirmation"):
     confirmation_request(subscription=s)""")

@@ -72,8 +72,9 @@ def main() -> None:
     from django.contrib.auth import get_user_model  # noqa: PLC0415
 
     from delivery.conf import herald  # noqa: PLC0415
-    from delivery.engine import catalog, publishing  # noqa: PLC0415
-    from delivery.engine.subscribing import subscription_create, topic_create  # noqa: PLC0415
+    from delivery.engine.accounts import catalog  # noqa: PLC0415
+    from delivery.engine.accounts.subscribing import subscription_create, topic_create  # noqa: PLC0415
+    from delivery.engine.intake import publishing  # noqa: PLC0415
     from delivery.events import publish  # noqa: PLC0415
     from subscriptions.models import EventType  # noqa: PLC0415
 

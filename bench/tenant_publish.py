@@ -47,8 +47,8 @@ def main() -> None:
     from django.contrib.auth import get_user_model  # noqa: PLC0415
     from django.db import connection  # noqa: PLC0415
 
-    from delivery.engine import fanout, publishing  # noqa: PLC0415
-    from delivery.engine.subscribing import subscription_create, topic_create  # noqa: PLC0415
+    from delivery.engine.accounts.subscribing import subscription_create, topic_create  # noqa: PLC0415
+    from delivery.engine.intake import fanout, publishing  # noqa: PLC0415
     from delivery.events import publish  # noqa: PLC0415
     from delivery.tenants import tenant_create  # noqa: PLC0415
     from subscriptions.models import Subscription, Tenant  # noqa: PLC0415

@@ -14,4 +14,4 @@ class DeliveryConfig(AppConfig):
         import_module("delivery.redaction").install()
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
-        import_module("delivery.engine.operational").connect()
+        import_module("delivery.engine.intake.operational").connect()

@@ -18,9 +18,9 @@ from django.db.models.signals import post_delete, post_save
 from django.forms.models import model_to_dict
 
 from delivery.conf import herald
-from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import entry_from, publish_one
-from delivery.engine.subscribing import topic_create
+from delivery.engine.accounts.subscribing import topic_create
+from delivery.engine.intake.publishing import entry_from, publish_one
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Message
 from delivery.rules.storable import json_problems
 from subscriptions.models import TOPIC_NAME_VALIDATOR, Topic

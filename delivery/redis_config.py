@@ -9,7 +9,7 @@ With sentinels, every Redis client Herald makes (the RQ queues, the scheduler's 
 API's rate limits through Django's cache) asks the sentinels for the current primary when it connects, and a client
 still connected to a primary that became a replica drops that connection ("READONLY" becomes a connection error)
 and asks again. A failover is therefore an outage of a few seconds to every process: it waits as for any Redis
-outage (`delivery.engine.availability`) and goes on by itself. Redis holds no delivery: what a failover loses
+outage (`delivery.engine.plumbing.availability`) and goes on by itself. Redis holds no delivery: what a failover loses
 (writes the replica had not received) is found again in PostgreSQL by the scheduler (docs/deployment.md).
 
 `rq_queues()` and `cache()` build the settings; a host project may call them or write the same dictionaries.

@@ -6,7 +6,7 @@
 
 Receivers run in the process that made the change (a worker, the scheduler, a web process), after its commit; one
 that raises is logged and does not affect the others or the delivery. With no receiver connected nothing is read.
-They are sent by delivery/engine/announce.py.
+They are sent by delivery/engine/state/announce.py.
 """
 
 from django.dispatch import Signal

@@ -7,6 +7,6 @@
     publish("invoices", {...}, owner=shop, tenant="acme")  # delivery.events.publish: Acme's subscriptions only
 """
 
-from delivery.engine.tenancy import portal_link, tenant_create, tenant_key_create, tenant_key_revoke
+from delivery.engine.accounts.tenancy import portal_link, tenant_create, tenant_key_create, tenant_key_revoke
 
 __all__ = ["portal_link", "tenant_create", "tenant_key_create", "tenant_key_revoke"]

@@ -19,7 +19,7 @@ production) but asks for no pump and no fan-out job: nothing is sent and Redis i
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from delivery.engine import publishing
+from delivery.engine.intake import publishing
 
 
 @dataclass(frozen=True)

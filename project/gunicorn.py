@@ -16,7 +16,7 @@ django.setup()
 
 from django.db import connections  # noqa: E402
 
-from delivery.engine import availability  # noqa: E402
+from delivery.engine.plumbing import availability  # noqa: E402
 
 
 def on_starting(server):

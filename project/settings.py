@@ -150,7 +150,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ_QUEUES = redis_config.rq_queues(os.environ, REDIS_URL)
 # Non-forking workers keep the database connection, HTTP keep-alive pools and parsed policies across jobs
 # (docs/architecture.md); `manage.py rqworker deliveries retries` uses it without further flags.
-RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.engine.worker.HeraldWorker"}
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "delivery.engine.sending.worker.HeraldWorker"}
 # The cache backs the API's rate limits, so it is shared by every web process: Redis.
 CACHES = {"default": redis_config.cache(os.environ, REDIS_URL)}
 

@@ -205,7 +205,7 @@ class Subscription(models.Model):
     client_certificate = models.TextField(blank=True, default="")
     client_key = EncryptedSecretField(blank=True, default="")
     client_certificate_expires_at = models.DateTimeField(null=True, blank=True)
-    # OAuth2 client credentials: Herald obtains a bearer token for the endpoint (delivery/engine/oauth.py).
+    # OAuth2 client credentials: Herald obtains a bearer token for the endpoint (delivery/engine/sending/oauth.py).
     oauth_token_url = models.URLField(max_length=2048, blank=True, default="")
     oauth_client_id = models.CharField(max_length=255, blank=True, default="")
     oauth_client_secret = EncryptedSecretField(blank=True, default="")

@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rq import SimpleWorker
 
-from delivery.engine import dispatch
+from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery
 from tests import fence
 from tests.receiver import Receiver, Reply

@@ -55,7 +55,7 @@ for n in range(count):
 
 SETUP = """
 from django.contrib.auth.models import User
-from delivery.engine.subscribing import subscription_create, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
 topic, _ = topic_create(owner=User.objects.create_user("failover"), name="orders")
 subscription_create(topic=topic, endpoint="{url}",
                     delivery_policy={{"retrySchedule": {{"delays": [0.5, 1], "repeatLast": True}},

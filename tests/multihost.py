@@ -89,7 +89,7 @@ print("published", {count}, flush=True)
 
 SETUP = """
 from django.contrib.auth.models import User
-from delivery.engine.subscribing import subscription_create, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
 topic, _ = topic_create(owner=User.objects.create_user("hosts"), name="orders")
 subscription_create(topic=topic, endpoint="http://{rx}:8080/hook",
                     delivery_policy={{"retrySchedule": {{"delays": [{delay}], "repeatLast": True}},

@@ -9,7 +9,8 @@ from django.db import connection
 from django.utils import timezone
 from rq import Worker
 
-from delivery.engine import attempts, health
+from delivery.engine.sending import attempts
+from delivery.engine.state import health
 from delivery.models import Attempt, Delivery, Replay
 from delivery.receiver import generate_secret
 from delivery.web.console.deliveries import AttemptInline

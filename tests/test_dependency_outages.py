@@ -23,7 +23,7 @@ from tests.stack import Postgres
 SEED = """
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
-from delivery.engine.subscribing import subscription_create, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
 owner = get_user_model().objects.create_user("outage")
 topic, _ = topic_create(owner=owner, name="outage")
 subscription_create(topic=topic, endpoint={url!r})

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from delivery.engine.subscribing import subscription_create
+from delivery.engine.accounts.subscribing import subscription_create
 from delivery.receiver import CONFIRMATION_FIX, generate_secret
 from delivery.rules import signing
 from subscriptions.models import Subscription, Topic

@@ -31,7 +31,7 @@ def pgbouncer():
 
 ORDERED_PUBLISH = """
 from subscriptions.models import Topic
-from delivery.engine.publishing import Entry, message_publish_batch
+from delivery.engine.intake.publishing import Entry, message_publish_batch
 topic = Topic.objects.get(id={topic})
 for start in range(0, {count}, 20):
     message_publish_batch(topic=topic, entries=[Entry(payload=n, ordering_key="k" + str(n % 3))

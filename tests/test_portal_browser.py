@@ -12,8 +12,8 @@ from django.test import override_settings
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from delivery.engine import health
-from delivery.engine.subscribing import subscription_create, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
+from delivery.engine.state import health
 from delivery.events import publish
 from delivery.models import Delivery
 from delivery.tenants import portal_link, tenant_create

@@ -10,7 +10,7 @@ from django.test import Client
 from standardwebhooks.webhooks import Webhook
 
 import tests.receiver_urls as hooks
-from delivery.engine.subscribing import subscription_create
+from delivery.engine.accounts.subscribing import subscription_create
 from delivery.events import PublishError, publish
 from delivery.models import Delivery
 from delivery.rules import signing

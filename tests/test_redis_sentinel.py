@@ -14,7 +14,7 @@ from django.core.cache import cache
 from redis import Redis
 
 from delivery import redis_config
-from delivery.engine import redis_link
+from delivery.engine.plumbing import redis_link
 from delivery.management import localredis
 from delivery.models import Delivery
 from tests.conftest import publish, subscribe, wait_until

@@ -13,12 +13,12 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from delivery.engine import confirmation, tenancy
+from delivery.engine.accounts import confirmation, tenancy
 from delivery.management import localredis
 from subscriptions.models import Subscription, Tenant
 from tests import fence
 from tests.conftest import ROOT, publish, settle, subprocess_env, wait_until
-from tests.delivery.engine.test_oauth import CLIENT_SECRET, Authority, subscribe_with_oauth
+from tests.delivery.engine.sending.test_oauth import CLIENT_SECRET, Authority, subscribe_with_oauth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,8 @@ def test_the_engine_on_sqlite(tmp_path):
     vendor = subprocess.run([sys.executable, "-c", VENDOR], cwd=ROOT, env=env, capture_output=True, text=True)
     assert vendor.stdout.strip() == "sqlite", vendor.stderr
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "tests/delivery/engine/test_attempts.py", "tests/delivery/engine/test_transitions.py"],
+                          "tests/delivery/engine/sending/test_attempts.py",
+                          "tests/delivery/engine/state/test_transitions.py"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout

@@ -6,6 +6,10 @@
     delivery.web        may import everything below it
     subscriptions       the domain models: imports nothing from delivery
 
+delivery.engine is in wings, each a sub-package that is the one home of a concept; a wing imports only the wings
+below it (WING_USES), and each edge (the web, the Python API, the management commands) only the wings meant for it
+(EDGE_USES). `pytest tests/test_structure.py -s` prints the wings' graph.
+
 (docs/architecture.md, "Rules for contributors")."""
 
 import ast
@@ -108,10 +112,10 @@ def test_rules_are_pure():
     assert impure == []
 
 
-# The one door for a delivery's state (delivery/engine/lifecycle.py, with transitions.py its field changes): nothing
+# The one door for a delivery's state (engine/state/lifecycle.py, with transitions.py its field changes): nothing
 # else writes a delivery's status or spells the states no column names alone. `leases.py` writes under the lease
 # (its claim and its guarded write-back), the one other writer the door allows.
-DOOR = {"delivery/engine/lifecycle.py", "delivery/engine/transitions.py",
+DOOR = {"delivery/engine/state/lifecycle.py", "delivery/engine/state/transitions.py",
         "delivery/rules/vocabulary.py"}  # where the words themselves are defined
 STATE_SPELLINGS = {
     "held spelled out": re.compile(r"next_attempt_at(__isnull| is None| is not None)"),
@@ -119,7 +123,7 @@ STATE_SPELLINGS = {
     "a status write": re.compile(r"\.update\([^)]*\b(status|next_attempt_at|lease_until)\s*=|\*\*transitions\.|"
                                  r"[\"'](status|next_attempt_at)[\"']\s*:\s*(Delivery\.Status|DeliveryStatus|Status)\."),
 }
-WRITES_UNDER_THE_LEASE = {"delivery/engine/leases.py"}
+WRITES_UNDER_THE_LEASE = {"delivery/engine/claiming/leases.py"}
 
 
 def test_a_deliverys_state_changes_only_through_the_door():
@@ -142,3 +146,76 @@ PYTHON_API = ("delivery.events", "delivery.testing", "delivery.signals", "delive
 def test_the_python_api_depends_only_downwards():
     assert [f"{name} imports {target}" for name in PYTHON_API for target in project_imports(name)
             if target.startswith("delivery.web")] == []
+
+
+# The engine's wings, lowest first, and what each may import (docs/architecture.md, "The house").
+WING_USES = {
+    "plumbing": set(),
+    "state": {"plumbing"},
+    "claiming": {"state", "plumbing"},
+    "accounts": {"state", "plumbing"},
+    "intake": {"accounts", "state", "plumbing"},
+    "sending": {"claiming", "accounts", "state", "plumbing"},
+    "scheduler": {"sending", "intake", "claiming", "accounts", "state", "plumbing"},
+}
+EDGE_USES = {  # module prefix: the wings it may import
+    "delivery.web": {"accounts", "intake", "state", "plumbing"},
+    "delivery.events": {"accounts", "intake", "plumbing"},
+    "delivery.tenants": {"accounts"},
+    "delivery.testing": {"intake", "plumbing"},
+    "delivery.management": {"scheduler", "sending", "plumbing"},
+    "project": {"plumbing"},
+}
+MAX_WING_MODULES = 10
+
+
+def wing_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["delivery", "engine"] else None
+
+
+def wing_graph() -> dict[str, dict[str, int]]:
+    """{wing: {wing it imports: how many imports}}."""
+    graph = {wing: {} for wing in WING_USES}
+    for name in MODULES:
+        mine = wing_of(name)
+        for target in project_imports(name):
+            theirs = wing_of(target)
+            if mine and theirs and theirs != mine:
+                graph[mine][theirs] = graph[mine].get(theirs, 0) + 1
+    return graph
+
+
+def test_the_engine_is_in_wings_of_at_most_ten_modules():
+    engine = ROOT / "delivery" / "engine"
+    loose = [path.name for path in engine.glob("*.py") if path.name != "__init__.py"]
+    assert loose == [], "every engine module lives in a wing (delivery/engine/<wing>/)"
+    assert {name.split(".")[2] for name in MODULES if wing_of(name)} == set(WING_USES)
+    for wing in WING_USES:
+        modules = [name for name in MODULES if wing_of(name) == wing]
+        assert 0 < len(modules) <= MAX_WING_MODULES, (wing, modules)
+        assert (ROOT / "delivery" / "engine" / wing / "__init__.py").read_text().startswith('"""'), wing
+
+
+def test_wings_import_one_way():
+    graph = wing_graph()
+    print("\nThe engine's wings (an arrow: imports, with how many imports):")
+    for wing in WING_USES:
+        modules = sorted(name.split(".")[-1] for name in MODULES if wing_of(name) == wing)
+        print(f"  {wing:10s} [{', '.join(modules)}]")
+        for target, count in sorted(graph[wing].items()):
+            print(f"  {'':10s} -> {target} ({count})")
+    wrong = [f"{wing} imports {target}" for wing, targets in graph.items() for target in targets
+             if target not in WING_USES[wing]]
+    assert wrong == []
+
+
+def test_the_edges_import_only_the_wings_meant_for_them():
+    wrong = []
+    for name in MODULES:
+        edge = next((prefix for prefix in EDGE_USES if name == prefix or name.startswith(prefix + ".")), None)
+        if edge is None:
+            continue
+        wrong += [f"{name} imports {target}" for target in project_imports(name)
+                  if wing_of(target) and wing_of(target) not in EDGE_USES[edge]]
+    assert wrong == []

@@ -1,5 +1,5 @@
 """What a catalog entry's name and description may be (pure; no Django). Its schema and example are the catalog's
-(delivery/engine/catalog.py).
+(delivery/engine/accounts/catalog.py).
 
 A name is one a publish may use: `herald.*` types are Herald's own (its confirmation, endpoint and dead-letter
 events), which no one else may publish, so the catalog refuses them as a publish does (rules/publish_input.py).

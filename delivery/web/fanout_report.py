@@ -7,7 +7,8 @@ with its deliveries."""
 
 from django.db.models import Exists, OuterRef, Subquery
 
-from delivery.engine import fanout, lifecycle
+from delivery.engine.intake import fanout
+from delivery.engine.state import lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.filter_policy import body_of, explain
 from delivery.rules.vocabulary import DeliveryStatus, FanoutOutcome

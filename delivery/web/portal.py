@@ -27,9 +27,11 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
-from delivery.engine import health, publishing, recovery, replay, subscribing, tenancy
-from delivery.engine.confirmation import confirmation_resend
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import recovery, subscribing, tenancy
+from delivery.engine.accounts.confirmation import confirmation_resend
+from delivery.engine.intake import publishing, replay
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state import health
 from delivery.models import Delivery
 from delivery.rules import portal_settings
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus

@@ -11,8 +11,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from rq import Worker
 
-from delivery.engine import lifecycle
-from delivery.engine.errors import ApplicationError
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state import lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeliveryStatus
 from subscriptions.models import Endpoint

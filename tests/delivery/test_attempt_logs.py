@@ -6,8 +6,8 @@ import logging
 import pytest
 from django_rq import get_queue
 
-from delivery.engine import attempts
-from delivery.engine.worker import HeraldWorker
+from delivery.engine.sending import attempts
+from delivery.engine.sending.worker import HeraldWorker
 from project.logformat import JSONFormatter
 from tests.conftest import FAST, publish, subscribe
 from tests.receiver import Reply

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from delivery.engine import catalog
+from delivery.engine.accounts import catalog
 from subscriptions.models import EventType
 
 

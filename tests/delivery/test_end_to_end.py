@@ -7,7 +7,8 @@ import django_rq
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from delivery.engine import attempts, dispatch, jobs
+from delivery.engine.scheduler import dispatch
+from delivery.engine.sending import attempts, jobs
 from delivery.models import Attempt, Delivery
 from tests.conftest import subscribe
 from tests.receiver import Reply, parse_cloudevent

@@ -15,8 +15,12 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
 
-from delivery.engine import attempts, dispatch, jobs, journal, leases, outgoing, queues, recording, transitions
-from delivery.engine.effective import subscription_policy
+from delivery.engine.claiming import leases
+from delivery.engine.plumbing import queues
+from delivery.engine.scheduler import dispatch
+from delivery.engine.sending import attempts, jobs, journal, outgoing, recording
+from delivery.engine.state import transitions
+from delivery.engine.state.effective import subscription_policy
 from delivery.management import localredis
 from delivery.models import Attempt, Delivery
 from delivery.rules.storable import TRUNCATED_HEADER

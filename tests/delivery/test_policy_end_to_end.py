@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from delivery.engine import attempts
+from delivery.engine.sending import attempts
 from delivery.models import Attempt, Delivery
 from tests.conftest import publish, settle, subscribe, wait_until
 from tests.receiver import Reply

@@ -3,9 +3,9 @@ that anything done on the worker's job thread would show: a confirmation target 
 that answers after 9 s hold only their own owner's sends. What is asserted is order, not speed: the other owner's
 events arrive while the slow requests are still unanswered.
 
-Elsewhere: fair claiming (tests/delivery/engine/test_leases.py), per-publish cost of every filter operator
+Elsewhere: fair claiming (tests/delivery/engine/claiming/test_leases.py), per-publish cost of every filter operator
 (tests/delivery/rules/test_filter_policy.py), the fan-out report's page (tests/delivery/web/test_fanout_report.py),
-storage per batch request (tests/delivery/test_batching.py), quotas (tests/delivery/engine/test_quotas.py)."""
+storage per batch request (tests/delivery/test_batching.py), quotas (tests/delivery/engine/plumbing/test_quotas.py)."""
 
 import json
 

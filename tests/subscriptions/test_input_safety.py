@@ -6,8 +6,8 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from delivery.engine import subscribing
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import subscribing
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Message
 from subscriptions.models import EventType, Subscription, Tenant, Topic
 

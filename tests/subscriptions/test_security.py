@@ -216,7 +216,7 @@ def test_confirmation_tokens_appear_in_no_job_argument_and_no_worker_log(api, re
     assert token not in queued
     assert token not in redis_contents(redis_conn)
     logged = log_path.read_text()
-    assert "delivery.engine.jobs.pump" in logged  # the log was captured, at DEBUG
+    assert "delivery.engine.sending.jobs.pump" in logged  # the log was captured, at DEBUG
     assert token not in logged
     # The token still works: it is derived, not stored.
     assert api.post(f"/api/subscriptions/{subscription['id']}/confirm/", {"token": token},

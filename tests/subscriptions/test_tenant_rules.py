@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from delivery.engine import subscribing, tenancy
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import subscribing, tenancy
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.events import publish
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey

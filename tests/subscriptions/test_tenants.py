@@ -10,8 +10,11 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from delivery.engine import fanout, health, leases, tenancy
-from delivery.engine.publishing import Entry, message_publish_batch
+from delivery.engine.accounts import tenancy
+from delivery.engine.claiming import leases
+from delivery.engine.intake import fanout
+from delivery.engine.intake.publishing import Entry, message_publish_batch
+from delivery.engine.state import health
 from delivery.events import PublishError, publish
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey

@@ -15,7 +15,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rq import Worker
 
-from delivery.engine import redis_link
+from delivery.engine.plumbing import redis_link
 from delivery.rules.vocabulary import AttemptQueue
 
 

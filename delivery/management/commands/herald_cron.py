@@ -15,7 +15,8 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from delivery.conf import herald
-from delivery.engine import availability, clock, dispatch, retention
+from delivery.engine.plumbing import availability, clock
+from delivery.engine.scheduler import dispatch, retention
 
 log = logging.getLogger("herald.cron")
 

@@ -5,7 +5,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from delivery.engine import availability
+from delivery.engine.plumbing import availability
 
 
 class Command(BaseCommand):

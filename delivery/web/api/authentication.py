@@ -6,7 +6,7 @@ base.py)."""
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
 
-from delivery.engine import tenancy
+from delivery.engine.accounts import tenancy
 
 HOW = "Send your API token as 'Authorization: Token <key>' (or 'Bearer <key>')."
 

@@ -15,7 +15,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
-from delivery.engine import tenancy
+from delivery.engine.accounts import tenancy
 from delivery.web.api.authentication import HeraldTokenAuthentication
 from delivery.web.api.errors import api_exception_handler
 from delivery.web.api.pagination import BoundedLimitOffsetPagination

@@ -10,7 +10,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from delivery.engine.errors import ApplicationError
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.policy import PolicyError
 from delivery.web.api.authentication import HOW
 

@@ -13,8 +13,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from delivery.engine import recovery
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import recovery
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
 from delivery.rules import signing

@@ -3,7 +3,7 @@ A tenant (docs/tenants.md) sees its own objects of its owner's only, and the top
 
 from rest_framework.generics import get_object_or_404
 
-from delivery.engine.tenancy import tenant_of
+from delivery.engine.accounts.tenancy import tenant_of
 
 
 def tenant_scope(queryset, access, owner_path: str, tenant_path: str | None):

@@ -8,9 +8,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
 
-from delivery.engine import subscribing, tenancy
-from delivery.engine.effective import subscription_policy
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import subscribing, tenancy
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state.effective import subscription_policy
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
 from delivery.rules import filter_policy as filters
 from delivery.web.api.ownership import tenant_scope

@@ -11,10 +11,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from delivery.conf import herald
-from delivery.engine import health, publishing, recovery, replay, subscribing, tenancy
-from delivery.engine.confirmation import confirmation_resend, subscription_confirm
-from delivery.engine.errors import ApplicationError
-from delivery.engine.publishing import Entry, entry_from, message_publish_batch, publish_one
+from delivery.engine.accounts import recovery, subscribing, tenancy
+from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
+from delivery.engine.intake import publishing, replay
+from delivery.engine.intake.publishing import Entry, entry_from, message_publish_batch, publish_one
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state import health
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors

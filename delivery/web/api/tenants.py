@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from delivery.conf import herald
-from delivery.engine import event_types, tenancy
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import event_types, tenancy
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
@@ -158,7 +158,7 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
 
 class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
-    """The entry's shapes; its rules are the service's (delivery/engine/event_types.py), the admin's too."""
+    """The entry's shapes; its rules are the service's (delivery/engine/accounts/event_types.py), the admin's too."""
 
     class Meta:
         model = EventType

@@ -13,7 +13,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 from delivery.conf import herald
-from delivery.engine import redis_link
+from delivery.engine.plumbing import redis_link
 
 KEY = "herald:publish-rate:{user}:{window}"
 

@@ -11,7 +11,7 @@ from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import path, reverse
 
-from delivery.engine.errors import ApplicationError
+from delivery.engine.plumbing.errors import ApplicationError
 
 
 @dataclass(frozen=True)

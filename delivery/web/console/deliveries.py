@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from delivery.engine import recovery
+from delivery.engine.accounts import recovery
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import fanout_report

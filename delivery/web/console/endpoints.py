@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine import health
+from delivery.engine.state import health
 from delivery.models import Attempt
 from delivery.web.console.buttons import Button, ButtonsMixin
 from delivery.web.console.subscriptions import run_service, state_badge

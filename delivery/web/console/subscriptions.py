@@ -12,11 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine import recovery, replay, subscribing
-from delivery.engine.confirmation import confirmation_resend
-from delivery.engine.effective import policy_for, subscription_policy, system_default
-from delivery.engine.errors import ApplicationError
-from delivery.engine.subscribing import validate_policy
+from delivery.engine.accounts import recovery, subscribing
+from delivery.engine.accounts.confirmation import confirmation_resend
+from delivery.engine.accounts.subscribing import validate_policy
+from delivery.engine.intake import replay
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state.effective import policy_for, subscription_policy, system_default
 from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from delivery.engine import event_types, tenancy
-from delivery.engine.errors import ApplicationError
+from delivery.engine.accounts import event_types, tenancy
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import portal_settings
 from subscriptions.models import EventType, Portal, Tenant, TenantKey
 
@@ -111,7 +111,7 @@ class TenantKeyAdmin(admin.ModelAdmin):
 
 
 class EventTypeForm(forms.ModelForm):
-    """The API's rules (delivery/engine/event_types.py): a name a publish may use, a bounded description, a valid
+    """The API's rules (engine/accounts/event_types.py): a name a publish may use, a bounded description, a valid
     schema, an example that matches it, a schema to validate against; no rename under tenants that chose it."""
 
     class Meta:

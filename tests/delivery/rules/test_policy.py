@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delivery.engine.effective import policy_for
+from delivery.engine.state.effective import policy_for
 from delivery.rules.policy import PRESETS, PolicyError, parse
 
 SNS_DOC_EXAMPLE = {"minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50, "numNoDelayRetries": 3,

@@ -3,8 +3,8 @@ same refusal through the Python services (the API's and the admin's are in tests
 
 import pytest
 
-from delivery.engine.errors import ApplicationError
-from delivery.engine.subscribing import subscription_create, subscription_update, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, subscription_update, topic_create
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.subscription_rules import OAUTH_AUTHORIZATION, OAUTH_TOGETHER, RAW_AND_BATCHES, problems
 
 OAUTH = {"oauth_token_url": "https://auth.example/token", "oauth_client_id": "id", "oauth_client_secret": "s"}

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
-from delivery.engine import tenancy
+from delivery.engine.accounts import tenancy
 from subscriptions.models import Portal, Subscription, Tenant
 from tests.subscriptions.test_tenants import shop as shop_fixture
 

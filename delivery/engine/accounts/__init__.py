@@ -1,0 +1,13 @@
+"""What owners and tenants ask for: subscriptions and their confirmation, tenants and their portal links, the
+event type catalog, pausing and recovering. Every door (API, admin, portal, Python) calls these services, so each
+rule and quota holds on every path.
+
+    subscribing   topics and subscriptions: create, update, rotate a secret (rules checked here)
+    confirmation  the confirmation handshake: its token, its request, confirming
+    recovery      dead letters and recovery: redrive, recover, retry now, pause, resume
+    tenancy       tenants, their keys and portal links, and what a tenant's request may reach
+    catalog       the catalog's checks at publish time (schemas compiled once per process, metered)
+    event_types   the catalog's entries: create, update, delete
+
+May use: state, plumbing.
+"""

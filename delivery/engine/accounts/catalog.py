@@ -1,0 +1,119 @@
+"""The event type catalog: what an owner declares it publishes (name, description, JSON Schema, example,
+deprecated), what tenants may choose from, and, where the owner asks for it per type, the check of a payload
+against its schema when it is published (a 400 naming the path).
+
+A schema is checked when it is stored (`rules.json_schema`): references resolve inside the schema only (nothing
+is ever fetched), regular expressions run on RE2, and a schema whose evaluation could not end or fans out without
+bound is refused. It is compiled once per process per schema text, and a payload's check spends at most
+HERALD_SCHEMA_CHECK_BUDGET units (`rules.schema_budget`); one that needs more is refused with a 400 saying so.
+"""
+
+import json
+
+from django.urls import reverse
+
+from delivery.conf import herald
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.rules import json_schema, schema_budget
+from subscriptions.models import EventType
+
+MAX_EVENT_TYPES_PER_OWNER = 1000
+_compiled: dict[str, object] = {}
+COMPILED_MAX = 1000
+
+
+def schema_problem(schema) -> str | None:
+    """Why `schema` cannot be stored, or None."""
+    refused = json_schema.problem(schema)
+    if refused is None:
+        return None
+    return f"{refused.reason}{f' (at {refused.where})' if refused.where else ''}"
+
+
+def entry_problems(schema, example, validate_payloads: bool) -> dict[str, str]:
+    """{field: reason} for an event type as it would be stored: a valid schema, an example that matches it, a schema
+    to validate against. The API's serializer and the admin's form both ask this."""
+    problem = schema_problem(schema)
+    if problem:
+        return {"schema": problem}
+    found = {}
+    mismatch = payload_problem(schema, example) if schema is not None and example is not None else None
+    if mismatch:
+        found["example"] = f"does not match the schema: {mismatch.replace('payload', 'example', 1)}"
+    if validate_payloads and schema is None:
+        found["validate_payloads"] = "needs a schema to validate against"
+    return found
+
+
+def validator(schema):
+    """The compiled schema, or the SchemaRefused that a schema stored before today's rules earns (checked once)."""
+    text = json.dumps(schema, sort_keys=True)
+    found = _compiled.get(text)
+    if found is None:
+        if len(_compiled) >= COMPILED_MAX:
+            _compiled.clear()
+        found = _compiled[text] = json_schema.problem(schema) or schema_budget.compile_schema(schema)
+    return found
+
+
+def payload_problem(schema, payload) -> str | None:
+    """The first place where `payload` breaks `schema`, as `payload.items[0].sku: 'x' is not of type 'integer'`."""
+    found = _check(schema, payload)
+    return None if found is None else found[1] if found[0] else f"payload: {found[1]}"
+
+
+def _check(schema, payload) -> tuple[bool, str] | None:
+    """None if `payload` matches `schema`; else (whether it was checked and does not match, why)."""
+    compiled = validator(schema)
+    if isinstance(compiled, json_schema.SchemaRefused):
+        return False, f"cannot be checked: its schema is no longer accepted ({compiled.reason}); store it anew"
+    budget = int(herald.SCHEMA_CHECK_BUDGET)
+    try:
+        error = schema_budget.first_error(compiled, payload, budget=budget)
+    except schema_budget.TooCostly:
+        return False, (f"is too large or too complex to check against its schema: it needs more than {budget} "
+                       f"units of evaluation (HERALD_SCHEMA_CHECK_BUDGET)")
+    if error is None:
+        return None
+    path = "payload" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+    return True, f"{path}: {error.message[:300]}"
+
+
+def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, str]]:
+    """For the entries whose event type the owner validates and whose payload does not match its schema (or could
+    not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
+    mismatch and delivers). One query for the batch, and only when the owner validates some type."""
+    types = {entry.event_type for entry in entries}
+    checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in
+               EventType.objects.filter(owner_id=owner_id, name__in=types, validate_payloads=True)
+               .exclude(schema=None).values_list("name", "schema", "on_mismatch")}
+    refused, recorded = {}, {}
+    for n, entry in enumerate(entries):
+        if entry.event_type in checked:
+            schema, on_mismatch = checked[entry.event_type]
+            found = _check(schema, entry.payload)
+            if found is None:
+                continue
+            checked_it, why = found
+            reason = (f"does not match the schema of {entry.event_type!r}: {why}" if checked_it
+                      else f"a payload of {entry.event_type!r} {why}")
+            if on_mismatch == "record":
+                recorded[n] = reason[:512]
+            else:
+                refused[n] = ApplicationError(reason, field="payload")
+    return refused, recorded
+
+
+def tenant_choice_problem(owner_id: int, event_types) -> str | None:
+    """Why a tenant may not choose `event_types` (a subscription's), or None. An owner without a catalog opens
+    whole topics; with one, a tenant names the types it wants, each open to tenants and not deprecated."""
+    offered = set(EventType.objects.filter(owner_id=owner_id, open_to_tenants=True, deprecated=False)
+                  .values_list("name", flat=True))
+    if not offered and not EventType.objects.filter(owner_id=owner_id).exists():
+        return None
+    if not event_types:
+        return f"choose the event types to receive from the catalog (GET {reverse('herald:eventtype-list')})"
+    unknown = [name for name in event_types if name not in offered]
+    if unknown:
+        return f"not in the catalog of event types you may choose: {', '.join(repr(n) for n in unknown[:5])}"
+    return None

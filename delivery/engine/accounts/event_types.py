@@ -1,0 +1,94 @@
+"""The catalog's entries: create, change and delete an owner's event types, the API's and the admin's doors alike.
+
+An entry's rules are rules/catalog_entry.py's (its name and description) and catalog.entry_problems's (its schema
+and example); a breach is a 400 naming each field. A tenant's subscription names the types it chose, so a type a
+tenant chose is not renamed or deleted under it (its list would name a type the catalog no longer has, refused
+on its next save): a 409 naming the subscriptions and tenants that chose it. Deprecating it is the way out: they
+keep it, new choices cannot take it.
+"""
+
+from django.db import IntegrityError, connection, transaction
+
+from delivery.engine.accounts import catalog
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.rules import catalog_entry
+from subscriptions.models import EventType, Subscription
+
+FIELDS = ("name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
+          "open_to_tenants")
+NAMED_AT_MOST = 20
+
+
+def problems(*, changes: dict, event_type: EventType | None = None) -> dict[str, str]:
+    """{field: reason} for each rule the entry would break with `changes` applied (to `event_type`, or new)."""
+    found = catalog_entry.problems(changes)
+    if event_type is None or changes.keys() & {"schema", "example", "validate_payloads"}:
+        after = {name: getattr(event_type, name, None) for name in FIELDS} | changes
+        found.update(catalog.entry_problems(after["schema"], after["example"], bool(after["validate_payloads"])))
+    return found
+
+
+def chosen_by(event_type: EventType) -> list[tuple[int, str]]:
+    """(subscription id, tenant's external id) of the owner's tenants' subscriptions that chose the type by name."""
+    subscriptions = Subscription.objects.filter(topic__owner_id=event_type.owner_id, tenant__isnull=False)
+    if connection.features.supports_json_field_contains:
+        subscriptions = subscriptions.filter(event_types__contains=[event_type.name])
+    rows = subscriptions.order_by("id").values_list("id", "tenant__external_id", "event_types")
+    return [(id_, tenant) for id_, tenant, chosen in rows if event_type.name in (chosen or [])]
+
+
+def in_use_refusal(event_type: EventType, doing: str, field: str | None = None) -> ApplicationError | None:
+    """The 409 for renaming or deleting a type that tenants chose, or None."""
+    users = chosen_by(event_type)
+    if not users:
+        return None
+    tenants = sorted({tenant for _, tenant in users})
+    named = ", ".join(repr(t) for t in tenants[:NAMED_AT_MOST]) + (" …" if len(tenants) > NAMED_AT_MOST else "")
+    return ApplicationError(
+        f"{len(users)} subscription(s) of your tenants ({named}) chose {event_type.name!r}; {doing} it would leave "
+        f"their lists naming a type your catalog no longer has. Deprecate it instead (they keep it, new "
+        f"subscriptions cannot choose it), or have them choose other types first.",
+        field=field, status_code=409,
+        extra={"subscriptions": [id_ for id_, _ in users][:100], "tenants": tenants[:100]})
+
+
+def event_type_create(*, owner, **fields) -> EventType:
+    found = problems(changes=fields)
+    if found:
+        raise ApplicationError.of_problems(found)
+    if EventType.objects.filter(owner=owner).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
+        raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
+                               f"may have.")
+    return _saved(EventType(owner=owner, **fields))
+
+
+def event_type_update(*, event_type: EventType, **changes) -> EventType:
+    found = problems(changes=changes, event_type=event_type)
+    if found:
+        raise ApplicationError.of_problems(found)
+    with transaction.atomic():
+        if changes.get("name", event_type.name) != event_type.name:
+            refusal = in_use_refusal(event_type, "renaming", field="name")
+            if refusal:
+                raise refusal
+        for name, value in changes.items():
+            setattr(event_type, name, value)
+        return _saved(event_type)
+
+
+def event_type_delete(*, event_type: EventType) -> None:
+    with transaction.atomic():
+        refusal = in_use_refusal(event_type, "deleting")
+        if refusal:
+            raise refusal
+        event_type.delete()
+
+
+def _saved(event_type: EventType) -> EventType:
+    """Saved, or a 409 when the name is one the catalog already has (a create or a rename)."""
+    try:
+        with transaction.atomic():
+            event_type.save()
+    except IntegrityError:
+        raise ApplicationError("Your catalog already has this event type.", field="name", status_code=409) from None
+    return event_type

@@ -1,0 +1,279 @@
+"""Topic, subscription and endpoint services: validate, check current state, change it."""
+
+import hmac
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from delivery.conf import herald
+from delivery.engine.accounts import catalog, tenancy
+from delivery.engine.accounts.confirmation import confirmation_request
+from delivery.engine.plumbing import clock, quotas
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state import lifecycle
+from delivery.rules import policy as delivery_policy
+from delivery.rules import signing, subscription_rules
+from delivery.rules.header_text import control_problem
+from delivery.transport import ssrf
+from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
+from subscriptions.secrets import Unreadable
+from subscriptions.states import SignatureScheme
+from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
+
+
+def validate_policy(document) -> None:
+    """Raises PolicyError (→ 400 naming every bad field) unless `document` is empty or valid."""
+    if document in (None, {}):
+        return
+    delivery_policy.parse(document)
+
+
+def check_rules(current: dict, changes: dict) -> None:
+    """A 400 naming every rule of a subscription (delivery/rules/subscription_rules.py) the change would break."""
+    found = subscription_rules.problems(current, changes)
+    if found:
+        raise ApplicationError.of_problems(found)
+
+
+def topic_create(*, owner, name: str, description: str | None = None, delivery_policy=None,
+                 message_retention_days: int | None = None, open_to_tenants: bool | None = None
+                 ) -> tuple[Topic, bool]:
+    """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
+    asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
+    validate_policy(delivery_policy)
+    existing = Topic.objects.filter(owner=owner, name=name).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return Topic.objects.create(owner=owner, name=name, description=description or "",
+                                            delivery_policy=delivery_policy or None,
+                                            message_retention_days=message_retention_days,
+                                            open_to_tenants=bool(open_to_tenants)), True
+        except IntegrityError:  # created meanwhile by a concurrent request
+            existing = Topic.objects.get(owner=owner, name=name)
+    asked = {"description": description, "delivery_policy": delivery_policy or None,
+             "message_retention_days": message_retention_days, "open_to_tenants": open_to_tenants}
+    different = [field for field, value in asked.items()
+                 if value is not None and value != getattr(existing, field)]
+    if different:
+        path = reverse("herald:topic-detail", args=[existing.id])
+        raise ApplicationError(f"You already have a topic named {name!r} (id {existing.id}) with a different "
+                               f"{' and '.join(different)}; change it with PATCH {path}.",
+                               field="name", status_code=409)
+    return existing, False
+
+
+def topic_update(*, topic: Topic, **changes) -> Topic:
+    if "delivery_policy" in changes:
+        validate_policy(changes["delivery_policy"])
+        changes["delivery_policy"] = changes["delivery_policy"] or None
+    for key, value in changes.items():
+        setattr(topic, key, value)
+    try:
+        with transaction.atomic():
+            topic.save()
+    except IntegrityError:
+        raise ApplicationError("You already have a topic with this name.", field="name") from None
+    return topic
+
+
+MAX_URL_CHARS = 2048  # Endpoint.url's and oauth_token_url's columns
+
+
+def checked_url(url: str, field: str) -> str:
+    """`url` normalized, if Herald may send to it (the address guard at subscribe time); a 400 naming `field`. It
+    goes into a request line and a Host header, so control characters are refused (not silently dropped, as URL
+    parsing drops line breaks and tabs)."""
+    problem = control_problem(url.strip()) if isinstance(url, str) else "must be a URL"
+    if problem:
+        raise ApplicationError(problem, field=field)
+    if len(url.strip()) > MAX_URL_CHARS:
+        raise ApplicationError(f"Ensure this field has no more than {MAX_URL_CHARS} characters.", field=field)
+    try:
+        normalized = normalize_url(url)
+    except InvalidURL as exc:
+        raise ApplicationError(str(exc), field=field) from None
+    parts = urlsplit(normalized)
+    allowed = ssrf.parse_networks(tuple(herald.ALLOWED_NETWORKS))
+    refusal = ssrf.subscribe_time_refusal(parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme], allowed)
+    if refusal:
+        raise ApplicationError(refusal, field=field)
+    return normalized
+
+
+def endpoint_for(*, owner, url: str, tenant=None) -> Endpoint:
+    """The health record of `url` for the owner (or for one of its tenants: each has its own)."""
+    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, tenant=tenant, url=checked_url(url, "endpoint"))
+    return endpoint
+
+
+def new_secret(scheme: str, own: str | None = None) -> str:
+    """A `whsec_` secret (HMAC) or a `whsk_` Ed25519 signing key; `own`: the caller's own `whsec_` secret, checked
+    (a 400 naming `secret`; Ed25519 keys are always Herald's)."""
+    if own is None:
+        return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
+    if scheme == SignatureScheme.ED25519:
+        raise ApplicationError("a secret of your own is for hmac-sha256 subscriptions; with ed25519 Herald keeps the "
+                               "signing key and you verify with its public key", field="secret")
+    problem = signing.secret_problem(own)
+    if problem:
+        raise ApplicationError(problem, field="secret")
+    return own
+
+
+# Per-subscription options of how its stream is filtered and shaped, validated by the caller (the API's serializer).
+STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
+                  "preferred_batch_size_kb", "delivery_headers")
+
+
+def subscription_create(
+    *, topic: Topic, endpoint: str, delivery_policy=None, filter_policy=None, raw_message_delivery=None,
+    signature_scheme=None, secret: str | None = None, tenant=None, **credentials,
+) -> tuple[Subscription, str | None]:
+    """(subscription, signing secret), the secret shown to the caller this once. `secret`: a `whsec_` secret of the
+    caller's own (its receiver is configured with it before subscribing, so the confirmation handshake that goes
+    out during this call verifies), else Herald makes one. `credentials`: the model's
+    client-certificate and OAuth2 fields, validated by the caller (the API's serializer). Like SNS Subscribe,
+    subscribing an endpoint again to the same topic returns the existing subscription (secret None: it is never
+    shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
+    different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
+    types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
+    validate_policy(delivery_policy)
+    if tenant is not None:
+        tenant_rules(topic, tenant, credentials.get("event_types"))
+    check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
+    scheme = signature_scheme or SignatureScheme.HMAC_SHA256
+    own_secret = secret is not None
+    secret = new_secret(scheme, secret)
+    with transaction.atomic():
+        Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
+        url = checked_url(endpoint, "endpoint")
+        health = endpoint_for(owner=topic.owner, url=url, tenant=tenant)
+        existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
+        if existing is not None:
+            asked = {"delivery_policy": delivery_policy or None, "filter_policy": filter_policy or None,
+                     "raw_message_delivery": bool(raw_message_delivery), "signature_scheme": signature_scheme}
+            given = {"delivery_policy": delivery_policy is not None, "filter_policy": filter_policy is not None,
+                     "raw_message_delivery": raw_message_delivery is not None,
+                     "signature_scheme": signature_scheme is not None}
+            different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)] + [
+                name for name in STREAM_OPTIONS if name in credentials and name != "delivery_headers"
+                and credentials[name] != getattr(existing, name)] + (
+                ["secret"] if own_secret and not hmac.compare_digest(str(existing.secret), secret) else [])
+            if different:
+                path = reverse("herald:subscription-detail", args=[existing.id])
+                raise ApplicationError(
+                    f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
+                    f"different {' and '.join(different)}; change it with PATCH {path}.",
+                    field="endpoint", status_code=409)
+            return existing, None
+        quotas.subscriptions(topic.owner)
+        if tenant is not None:
+            tenancy.subscription_room(tenant, url=url)
+        confirmed = not herald.REQUIRE_CONFIRMATION
+        subscription = Subscription.objects.create(
+            topic=topic,
+            tenant=tenant,
+            endpoint=health,
+            delivery_policy=delivery_policy or None,
+            filter_policy=filter_policy or None,
+            raw_message_delivery=bool(raw_message_delivery),
+            signature_scheme=scheme,
+            secret=secret,
+            **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
+            status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
+            confirmed_at=clock.now() if confirmed else None,  # confirmed however: no handshake was required
+        )
+        if not confirmed:
+            confirmation_request(subscription=subscription)
+    return subscription, subscription.secret
+
+
+def tenant_rules(topic: Topic, tenant, event_types, kept=()) -> None:
+    """What a tenant's subscription must respect: a topic of its owner's that is open to tenants (else the same
+    answer as for a topic that does not exist), event types from the owner's catalog. `kept`: the types the
+    subscription has already, which it keeps even when the owner has deprecated or closed them since; what it adds
+    is chosen from the catalog."""
+    if topic.owner_id != tenant.owner_id or not topic.open_to_tenants:
+        raise ApplicationError(f'Invalid pk "{topic.pk}" - object does not exist.', field="topic")
+    added = [name for name in event_types or [] if name not in kept]
+    if event_types and not added:
+        return
+    problem = catalog.tenant_choice_problem(tenant.owner_id, added or event_types)
+    if problem:
+        raise ApplicationError(problem, field="event_types")
+
+
+def subscription_update(*, subscription: Subscription, now=None, **changes) -> Subscription:
+    """Apply the changes. A new signature scheme brings a new secret or key of that scheme; the old one keeps
+    signing beside it for the rotation's grace period, so receivers can switch without failing a request.
+
+    A new destination (another endpoint URL, a new OAuth2 token URL) needs consent, as at subscribe time: the
+    subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
+    nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
+    held (their time-to-live runs), not lost: confirming releases them."""
+    check_rules(subscription_rules.stored(subscription), changes)
+    if subscription.tenant_id is not None and "event_types" in changes:
+        tenant_rules(subscription.topic, subscription.tenant, changes["event_types"],
+                     kept=subscription.event_types or [])
+    now = now or clock.now()
+    scheme = changes.pop("signature_scheme", None)
+    if "delivery_policy" in changes:
+        validate_policy(changes["delivery_policy"])
+        changes["delivery_policy"] = changes["delivery_policy"] or None
+    if "endpoint" in changes:
+        changes["endpoint"] = checked_url(changes["endpoint"], "endpoint")
+        if changes["endpoint"] == subscription.endpoint.url:
+            del changes["endpoint"]  # the same URL, however spelled: nothing to move, no consent to ask
+    new_destination = "endpoint" in changes or (
+        changes.get("oauth_token_url") and changes["oauth_token_url"] != subscription.oauth_token_url)
+    reconfirm = bool(new_destination) and herald.REQUIRE_CONFIRMATION
+    unordered = subscription.ordered_delivery and changes.get("ordered_delivery") is False
+    with transaction.atomic():
+        if "endpoint" in changes:  # within the tenant's endpoint quota, like a new subscription
+            if subscription.tenant_id is not None:
+                tenancy.endpoint_room(subscription.tenant, url=changes["endpoint"], leaving=subscription.endpoint.url)
+            changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
+                                               tenant=subscription.tenant)
+        if scheme is not None and scheme != subscription.signature_scheme:  # after the checks: nothing half-done
+            subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
+        for key, value in changes.items():
+            setattr(subscription, key, value)
+        if reconfirm:
+            # confirmed_at keeps the earlier consent: publishing holds this subscription's messages meanwhile
+            subscription.status = Subscription.Status.PENDING_CONFIRMATION
+        subscription.save()
+        if "endpoint" in changes:
+            # Retries, held and waiting deliveries follow the subscription to its new URL (and its health record).
+            lifecycle.not_started(subscription=subscription).update(endpoint=changes["endpoint"])
+        if reconfirm:
+            lifecycle.hold(subscription=subscription)
+            confirmation_request(subscription=subscription)
+        if unordered:  # what waited for its turn is due now
+            lifecycle.release_ordered(subscription.id, now=now)
+    return subscription
+
+
+ROTATION_GRACE = timedelta(hours=24)
+
+
+def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None = None, secret: str | None = None,
+                               now=None) -> Subscription:
+    """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes) — `secret`, a
+    `whsec_` secret of the caller's own, if given; the old one keeps signing beside it for 24 hours. A rotation
+    during a grace period ends the older secret at once (only two are ever in use)."""
+    now = now or clock.now()
+    new_secret(scheme or subscription.signature_scheme, secret)  # checked before anything changes
+    with transaction.atomic():
+        locked = Subscription.objects.select_for_update().get(id=subscription.id)
+        if isinstance(locked.secret, Unreadable):  # its key was lost: nothing to keep signing with
+            locked.previous_secret, locked.previous_secret_expires_at = "", None
+        else:
+            locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
+        locked.signature_scheme = scheme or locked.signature_scheme
+        locked.secret = new_secret(locked.signature_scheme, secret)
+        locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "signature_scheme",
+                                   "updated_at"])
+    return locked

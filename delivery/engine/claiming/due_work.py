@@ -1,0 +1,312 @@
+"""Which due rows a claim reads, and in what order: fair across owners, within an owner across its tenants (and its
+own rows), within those across endpoints, each endpoint's rows oldest first (docs/architecture.md, "Fair
+claiming"). Every query reads a partial index of pending rows by key or by a bounded range, so its cost follows the
+claim and the shares and endpoints with due work, not the number of pending rows. `leases` takes the rows.
+"""
+
+import itertools
+from collections import Counter
+
+from django.db import connection
+
+from delivery.engine.state import lifecycle
+from delivery.models import Delivery
+from delivery.rules import send_shares
+from delivery.rules.vocabulary import DeliveryStatus
+
+SHARES_PER_CLAIM = 256  # (owner, tenant) shares with due work looked at by one claim, in turn after the last one
+_after_share = (0, 0)  # where the next claim's look at shares starts (per process; a fairness cursor, not a lock)
+OWN = 0  # the tenant of an owner's own rows, in a share
+
+
+def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
+                shares: tuple[Counter, int] | None = None) -> tuple[list[tuple], bool]:
+    """Up to about `count` due rows (id, endpoint, subscription, batch size[, ctid]), in the order a fair claim takes
+    them: owners in turn, each owner's tenants in turn, and their endpoints in turn, each one's rows oldest first.
+    Also whether more was due than read. What it reads is what a claim can take: each share's part of `count`,
+    split among its endpoints with due rows and capped by each one's room, then topped up from the endpoints that
+    had more while room is left (a claim of 64 slots read 256 rows to take 64, and beside an endpoint without
+    room read that endpoint's whole due backlog to skip it)."""
+    full = [endpoint_id for endpoint_id, n in in_flight.items() if n >= per_endpoint]
+    if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
+        rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
+                    .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
+                                 "owner_id", "tenant_id")[:count * 4])
+        return in_turn(rows), len(rows) == count * 4
+    wanting = shares_with_due_work(now)
+    if not wanting:
+        return [], False
+    # Each share within its room of the process's send slots (rules/send_shares.py); one without room waits for
+    # its sends to be answered or to stall, and the claim says more is due.
+    share_room = send_shares.rooms(wanting, *shares) if shares is not None else {}
+    without_room = shares is not None and any(share_room[share] <= 0 for share in wanting)
+    if without_room:
+        wanting = [share for share in wanting if share_room[share] > 0]
+        if not wanting:
+            return [], True
+    quotas = share_quotas(wanting, count)
+    if shares is not None:
+        quotas = {share: min(quota, share_room[share]) for share, quota in quotas.items()}
+    found, more = endpoints_with_due_work(now, quotas, full)
+    # Each endpoint's read starts at its oldest pending row, found by the walk: (next_attempt_at, id - 1) is just
+    # before it in the index.
+    after = {(owner, tenant, endpoint): (due_at, first - 1) for owner, tenant, endpoint, due_at, first in found}
+    # Each endpoint's part: its share's part divided among the share's endpoints, or an even part of the whole
+    # claim if that is more (so that slots a quiet share leaves unused are read at once, not by a second query),
+    # within its room. In turn then takes the owners alternately whatever each read.
+    per_share = Counter(key[:2] for key in after)
+    room = {key: per_endpoint - in_flight[key[2]] for key in after}
+    even = -(-count // max(1, len(after)))
+    wanted = {key: max(1, min(max(-(-quotas[key[:2]] // per_share[key[:2]]), even), int(room[key]))) for key in after}
+    if shares is not None:
+        granted = dict(share_room)
+        wanted = {key: max(1, min(n, -(-share_room[key[:2]] // per_share[key[:2]]))) for key, n in wanted.items()}
+    rows: list[tuple] = []
+    for top_up in range(TOP_UPS + 1):
+        read = due_rows(now, wanted, after)
+        rows += read
+        by_endpoint = Counter((row[4], row[5], row[1]) for row in read)
+        for row in read:  # (each endpoint's rows come oldest first)
+            after[(row[4], row[5], row[1])] = (row[6], row[0])
+            room[(row[4], row[5], row[1])] -= 1
+        # An endpoint that gave all that was asked may have more: what is left of `count` goes to those, each within
+        # its room.
+        for key, n in by_endpoint.items():
+            if key[:2] in share_room:
+                share_room[key[:2]] -= n
+        had_more = [key for key in wanted if by_endpoint[key] == wanted[key]]
+        room_left = [key for key in had_more if room[key] >= 1 and share_room.get(key[:2], 1) >= 1]
+        left = count - len(rows)
+        if left <= 0 or not room_left or top_up == TOP_UPS:
+            more = more or bool(had_more)
+            break
+        wanted = {key: max(1, min(-(-left // len(room_left)), int(room[key]), share_room.get(key[:2], left)))
+                  for key in room_left}
+    if shares is not None:
+        rows, trimmed = _within_rooms(rows, granted)
+        more = more or trimmed or without_room
+    return in_turn([row[:6] + row[7:] for row in rows]), more
+
+
+def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
+    """At most each share's room of `rows` (owner at 4, tenant at 5), its endpoints in turn; and whether any was
+    left out."""
+    by_share: dict = {}
+    for row in rows:
+        by_share.setdefault((row[4], row[5]), {}).setdefault(row[1], []).append(row)
+    kept, trimmed = [], False
+    for share, endpoints in by_share.items():
+        ordered = _round_robin(list(endpoints.values()))
+        kept += ordered[:rooms[share]]
+        trimmed = trimmed or len(ordered) > rooms[share]
+    return kept, trimmed
+
+
+TOP_UPS = 2  # further reads of the endpoints that had more, while a claim has room left
+
+
+def share_quotas(shares: list[tuple[int, int]], count: int) -> dict[tuple[int, int], int]:
+    """How many rows of each share to read: `count` split evenly across the owners, and each owner's part evenly
+    across its shares (its own rows and each tenant's), rounded up; so an owner with many tenants reads no more
+    than one without."""
+    owners = Counter(owner for owner, _ in shares)
+    per_owner = max(1, -(-count // len(owners)))
+    return {(owner, tenant): max(1, -(-per_owner // owners[owner])) for owner, tenant in shares}
+
+
+def _pending_shares() -> str:
+    """A recursive query `pending_shares(owner_id, tenant, due_at, depth)`: the (owner, tenant) shares with pending
+    rows after (%(owner)s, %(tenant)s), each with its oldest pending row's due time, up to %(scan)s of them."""
+    table = Delivery._meta.db_table
+    # Each step finds the next share's oldest pending row (ORDER BY includes next_attempt_at, so whichever index
+    # the planner takes, that is what comes first); the share has due work if that row is due. One probe per share,
+    # not two at the same place: its head, where the rows just claimed leave index entries not yet cleaned.
+    return f"""
+        WITH RECURSIVE pending_shares(owner_id, tenant, due_at, depth) AS (
+            (SELECT owner_id, COALESCE(tenant_id, 0), next_attempt_at, 1 FROM {table}
+             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, 0)) > (%(owner)s, %(tenant)s)
+             ORDER BY owner_id, COALESCE(tenant_id, 0), next_attempt_at LIMIT 1)
+          UNION ALL
+            SELECT n.owner_id, n.tenant, n.next_attempt_at, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
+                SELECT d.owner_id, COALESCE(d.tenant_id, 0) AS tenant, d.next_attempt_at FROM {table} d
+                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, 0)) > (p.owner_id, p.tenant)
+                ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 1) n
+            WHERE p.depth < %(scan)s
+        )"""
+
+
+def due_sample(now, count: int) -> list[int]:
+    """The attempt counts of up to `count` due rows: the oldest of the first share with due work (what the scheduler
+    looks at to know that work is due and whether retries are among it). It reads the index the claims read, where
+    the rows they took are already marked gone: a look at the due-time index instead read every row claimed since
+    its last look (one index entry per delivery). On SQLite (local runs): the oldest due rows."""
+    if connection.vendor != "postgresql":
+        return list(lifecycle.due(now).order_by("next_attempt_at").values_list("attempt_count", flat=True)[:count])
+    table = Delivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""{_pending_shares()}
+                SELECT d.attempt_count FROM (SELECT * FROM pending_shares WHERE due_at <= %(now)s LIMIT 1) p
+                CROSS JOIN LATERAL (
+                    SELECT d.attempt_count FROM {table} d
+                    WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                          BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
+                      AND d.status = %(pending)s
+                    ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT %(count)s) d""",
+            {"pending": DeliveryStatus.PENDING, "owner": 0, "tenant": 0, "now": now, "count": count,
+             "scan": SHARES_PER_CLAIM * 40})
+        return [row[0] for row in cursor.fetchall()]
+
+
+def shares_with_due_work(now) -> list[tuple[int, int]]:
+    """Up to SHARES_PER_CLAIM (owner, tenant) pairs with due rows (tenant OWN for the owner's own rows), starting
+    after the last pair a claim of this process looked at (and wrapping round), so that with more of them than
+    that every one gets its turn. A skip scan of the (owner, tenant, next_attempt_at) index of pending rows: one
+    index probe per pair with pending rows, not a read of the rows."""
+    global _after_share
+    query = f"{_pending_shares()} SELECT owner_id, tenant FROM pending_shares WHERE due_at <= %(now)s LIMIT %(limit)s"
+    found: list[tuple[int, int]] = []
+    with connection.cursor() as cursor:
+        for after in (_after_share, (0, 0)) if _after_share != (0, 0) else ((0, 0),):
+            cursor.execute(query, {"pending": DeliveryStatus.PENDING, "owner": after[0], "tenant": after[1],
+                                   "now": now, "limit": SHARES_PER_CLAIM - len(found),
+                                   "scan": SHARES_PER_CLAIM * 40})
+            found += [share for share in cursor.fetchall() if share not in found]
+            if len(found) >= SHARES_PER_CLAIM:
+                break
+    _after_share = found[-1] if len(found) >= SHARES_PER_CLAIM else (0, 0)
+    return [tuple(share) for share in found]
+
+
+ENDPOINTS_SCANNED_PER_WANTED = 40  # endpoints with pending rows probed per endpoint with due rows a share may use
+_after_endpoint: dict[tuple[int, int], int] = {}  # per share, where its next look at endpoints starts (per process)
+LAST_ENDPOINT = 2**63 - 1
+
+
+def endpoints_with_due_work(now, quotas: dict[tuple[int, int], int], full: list[int]) -> tuple[list[tuple], bool]:
+    """For each share, up to its quota of (owner, tenant, endpoint) with due rows, endpoints without room left
+    out, in turn after where this process's last look at that share stopped (wrapping round); each as (owner,
+    tenant, endpoint, next_attempt_at, id) of its oldest due row. A skip scan of the (owner, tenant, endpoint,
+    next_attempt_at, id) index of pending rows: one probe per endpoint with pending rows, never a read of an
+    endpoint's backlog, and at most ENDPOINTS_SCANNED_PER_WANTED probes per endpoint wanted (endpoints whose rows
+    are all due later cost a probe each; the next look goes on from where this one stopped, so every endpoint's
+    turn comes). Also whether a share may have more endpoints with due work than were taken."""
+    if len(_after_endpoint) > 100_000:  # a fairness cursor, not state: forgetting it costs one turn's order
+        _after_endpoint.clear()
+    found: list[tuple] = []
+    wanted = dict(quotas)
+    more = False
+    # First from each share's cursor to its last endpoint, then (for shares whose range ran out before they found
+    # enough) from its first endpoint up to the cursor: two disjoint ranges, so nothing is found twice.
+    ranges = {share: (_after_endpoint.pop(share, 0), LAST_ENDPOINT) for share in quotas}
+    for _ in range(2):
+        if not ranges:
+            break
+        shares = list(ranges)
+        rows, stopped = _endpoint_walk(now, shares, [ranges[s] for s in shares], [wanted[s] for s in shares], full)
+        found += rows
+        for share in shares:
+            wanted[share] -= sum(1 for row in rows if row[:2] == share)
+        for share, endpoint in stopped.items():  # it found enough, or probed as many as it may: go on from there
+            _after_endpoint[share] = endpoint
+            more = True
+        ranges = {share: (0, lower) for share, (lower, _) in ranges.items()
+                  if share not in stopped and wanted[share] > 0 and lower}
+    return found, more
+
+
+def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, int]], wanted: list[int],
+                   full: list[int]) -> tuple[list[tuple], dict[tuple[int, int], int]]:
+    """(owner, tenant, endpoint, next_attempt_at, id) of each share's endpoints in `ranges` with due rows and room,
+    up to `wanted` of them: each step finds the next endpoint's oldest pending row, which says whether it is due
+    and is where the read of its rows starts (past the index entries of rows just claimed, read once). Also, for
+    the shares whose walk stopped before the end of its range (enough found, or as many probed as it may), the
+    endpoint it stopped at."""
+    table = Delivery._meta.db_table
+    key = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id"
+    step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
+               WHERE d.status = %(pending)s AND ({key}) > (s.owner_id, s.tenant, {{after}})
+                 AND ({key}) <= (s.owner_id, s.tenant, s.upto)
+               ORDER BY {key}, d.next_attempt_at, d.id LIMIT 1"""
+    # A pending row with no due time (a paused subscription's, held) is not usable, and must not make the count
+    # NULL: that ended the walk at such an endpoint, and the endpoints after it were never looked at.
+    usable = "COALESCE(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])), false)::int"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id, e.usable,
+                       e.usable_so_far = s.wanted OR e.depth = s.wanted * %(scan)s
+                FROM unnest(%(owners)s::bigint[], %(tenants)s::bigint[], %(lower)s::bigint[], %(upto)s::bigint[],
+                            %(wanted)s::int[]) WITH ORDINALITY AS s(owner_id, tenant, lower, upto, wanted, n)
+                CROSS JOIN LATERAL (
+                    WITH RECURSIVE walk(endpoint_id, next_attempt_at, id, depth, usable, usable_so_far) AS (
+                        (SELECT w.*, 1, {usable}, {usable} FROM ({step.format(after="s.lower")}) w)
+                      UNION ALL
+                        SELECT w.*, p.depth + 1, {usable}, p.usable_so_far + {usable} FROM walk p
+                        CROSS JOIN LATERAL ({step.format(after="p.endpoint_id")}) w
+                        WHERE p.usable_so_far < s.wanted AND p.depth < s.wanted * %(scan)s
+                    )
+                    SELECT * FROM walk
+                    WHERE usable = 1 OR usable_so_far = s.wanted OR depth = s.wanted * %(scan)s) e
+                ORDER BY s.n, e.depth""",
+            {"owners": [o for o, _ in shares], "tenants": [t for _, t in shares], "lower": [r[0] for r in ranges],
+             "upto": [r[1] for r in ranges], "wanted": wanted, "scan": ENDPOINTS_SCANNED_PER_WANTED, "full": full,
+             "now": now, "pending": DeliveryStatus.PENDING})
+        rows = cursor.fetchall()
+    stopped = {(owner, tenant): endpoint for owner, tenant, endpoint, *_, last in rows if last}
+    return [row[:5] for row in rows if row[5]], stopped
+
+
+def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int, int, int], tuple]) -> list[tuple]:
+    """For each (owner, tenant, endpoint) in `wanted`, up to that many of its due rows oldest first, after the
+    (next_attempt_at, id) in `after`: (id, endpoint, subscription, batch size, owner, tenant, next_attempt_at,
+    ctid), each endpoint's oldest first. A row range of the (owner, tenant, endpoint, next_attempt_at, id) index:
+    it reads the rows it returns."""
+    keys = list(wanted)
+    table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
+    position = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id, d.next_attempt_at, d.id"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant,
+                       c.next_attempt_at, c.ctid::text
+                FROM unnest(%(owners)s::bigint[], %(tenants)s::bigint[], %(endpoints)s::bigint[],
+                            %(times)s::timestamptz[], %(ids)s::bigint[], %(wanted)s::int[]) WITH ORDINALITY
+                     AS o(owner_id, tenant, endpoint_id, after_time, after_id, wanted, n)
+                CROSS JOIN LATERAL (
+                    SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id, d.next_attempt_at, d.ctid
+                    FROM {table} d
+                    WHERE ({position}) > (o.owner_id, o.tenant, o.endpoint_id, o.after_time, o.after_id)
+                      AND ({position}) <= (o.owner_id, o.tenant, o.endpoint_id, %(now)s, {LAST_ENDPOINT})
+                      AND d.status = %(pending)s
+                    ORDER BY {position} LIMIT o.wanted) c
+                JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id
+                ORDER BY o.n, c.next_attempt_at, c.id""",
+            {"owners": [k[0] for k in keys], "tenants": [k[1] for k in keys], "endpoints": [k[2] for k in keys],
+             "times": [after[k][0] for k in keys], "ids": [after[k][1] for k in keys],
+             "wanted": [wanted[k] for k in keys], "now": now, "pending": DeliveryStatus.PENDING})
+        return cursor.fetchall()
+
+
+def in_turn(rows: list[tuple]) -> list[tuple]:
+    """`rows` (id, endpoint, subscription, batch size, owner, tenant[, ctid]), oldest first within each endpoint,
+    reordered so that owners take turns, within an owner its tenants (and its own rows) take turns, and within
+    those their endpoints. The owner to go first rotates from claim to claim, so no owner is always last when the
+    batch is smaller than the number of owners."""
+    by_owner: dict = {}
+    for row in rows:
+        by_owner.setdefault(row[4], {}).setdefault(row[5] or OWN, {}).setdefault(row[1], []).append(row[:4] + row[6:])
+    queues = [_round_robin([_round_robin(list(endpoints.values())) for endpoints in tenants.values()])
+              for tenants in by_owner.values()]
+    if queues:
+        turn = next(_turns) % len(queues)
+        queues = queues[turn:] + queues[:turn]
+    return _round_robin(queues)
+
+
+def _round_robin(sequences: list[list]) -> list:
+    ordered, depth = [], max((len(s) for s in sequences), default=0)
+    for index in range(depth):
+        ordered += [sequence[index] for sequence in sequences if index < len(sequence)]
+    return ordered
+
+
+_turns = itertools.count()

@@ -1,0 +1,178 @@
+"""Leases on delivery rows: claim due rows for a worker, and write results back only while the lease is ours.
+
+Claiming is atomic (pending and due → in_flight with a lease), so a duplicate job finds nothing to do, and a job
+whose lease expired (it was too slow, or its worker died and the reconciler moved the row on) changes nothing.
+"""
+
+from collections import Counter
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Q
+
+from delivery.conf import herald
+from delivery.engine.claiming import due_work
+from delivery.engine.state import lifecycle, transitions
+from delivery.engine.state.effective import subscription_policy
+from delivery.models import Delivery, Message
+from delivery.rules.vocabulary import DeliveryStatus
+from subscriptions.models import Endpoint, Subscription
+
+
+def claim(delivery_ids: list[int], now) -> list[Delivery]:
+    """Take the due, pending rows among `delivery_ids` (a manual retry, a test); rows another job holds are
+    skipped, not waited for."""
+    due = dict(lifecycle.due(now, id__in=delivery_ids).values_list("id", "subscription_id"))
+    return _claim(list(due), set(due.values()), now)
+
+
+def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None = None,
+              shares: tuple[Counter, int] | None = None) -> tuple[list[Delivery], bool]:
+    """Take up to `limit` requests' worth of due rows, shared fairly: across the owners with due work in turn,
+    within an owner across its tenants (and its own rows) in turn, and within those across endpoints in turn, each
+    one's oldest due first, so a quiet owner's (or tenant's) fresh delivery goes out with the next claim whatever
+    another's backlog, while a busy owner alone still gets every free slot. No endpoint gets more than its room
+    (`per_endpoint` requests less what it has `in_flight`); endpoints without room are not read at all. A row of a
+    batching subscription is a 1/max_events_per_batch share of a request, and such a subscription gets up to a
+    whole batch of its due rows. Rows another worker is taking are skipped. Returns (claimed, whether more was due
+    than taken). Every query reads partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
+    cost follows the batch and the shares and endpoints with due work, not the number of pending rows. `shares`:
+    (sends each (owner, tenant) holds, the process's slots), to keep each share within its room of the slots
+    (rules/send_shares.py)."""
+    in_flight = in_flight or Counter()
+    due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares)
+    taken: Counter = Counter()
+    ids, batching, used, subscriptions, at = [], {}, 0.0, set(), {}
+    for delivery_id, endpoint_id, subscription_id, batch, *where in due:
+        weight = 1 / batch
+        if taken[endpoint_id] + in_flight[endpoint_id] + weight <= per_endpoint + 1e-9:
+            taken[endpoint_id] += weight
+            ids.append(delivery_id)
+            if where:
+                at[delivery_id] = where[0]
+            subscriptions.add(subscription_id)
+            used += weight
+            if batch > 1:
+                batching[subscription_id] = batch
+            if used >= limit:
+                break
+    # Endpoints without room were not read: their due rows wait for the sends in flight, and the pump must look
+    # again when those complete rather than take "nothing read" for "nothing due".
+    more = more or len(due) > len(ids) or any(count >= per_endpoint for count in in_flight.values())
+    for subscription_id, batch in batching.items():  # fill a whole batch
+        extra = list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=ids)
+                     .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
+        ids += extra
+        more = more or len(extra) == batch
+    if not ids:
+        return [], more
+    return _claim(ids, subscriptions, now, at=at), more
+
+
+
+
+def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str] | None = None) -> list[Delivery]:
+    """Lease the still-pending, due rows among `ids` (of `subscription_ids`) and load what their sends need. The
+    lease covers the wait for a send slot (HERALD_SEND_START_WINDOW_SECONDS), the longest timeout among their
+    subscriptions and a margin. The rows come back from the lease's own UPDATE (RETURNING): no second read of the
+    deliveries; their messages, subscriptions and endpoints are read by primary key (docs/benchmarks.md, "Rows
+    read per delivery"). `at`: where the claim's read found some of them ({id: ctid}), so that the lease goes
+    straight there instead of probing the primary key."""
+    if not ids:
+        return []
+    subscriptions = Subscription.objects.select_related("topic").in_bulk(subscription_ids)
+    longest = max(subscription_policy(s).timeout_seconds for s in subscriptions.values())
+    window, margin = herald.SEND_START_WINDOW_SECONDS, herald.LEASE_MARGIN_SECONDS
+    lease = now + timedelta(seconds=window + longest + margin)
+    # The lease and the loads commit together: a claim cut off after its lease (the database or PgBouncer gone)
+    # leaves the rows pending, due now. Leased on their own they stayed in flight, unsent and held by nobody, until
+    # the lease ran out and the reconciler counted a lost try and waited the policy's first retry delay (84.8 s
+    # with Workfront's schedule).
+    with transaction.atomic():
+        at = at or {}
+        claimed = _lease([i for i in ids if i not in at], now, lease)
+        claimed = sorted(claimed + _lease(list(at), now, lease, at=list(at.values())), key=lambda d: d.id)
+        if not claimed:
+            return []
+        messages = Message.objects.select_related("topic").in_bulk({d.message_id for d in claimed})
+        endpoints = Endpoint.objects.in_bulk({d.endpoint_id for d in claimed})
+    for delivery in claimed:
+        delivery.message, delivery.endpoint = messages[delivery.message_id], endpoints[delivery.endpoint_id]
+        delivery.subscription = subscriptions[delivery.subscription_id]
+    return claimed
+
+
+# The status test of a statement that finds its rows by primary key, spelled so that no partial index of pending or
+# in-flight rows matches it. With `status = 'pending'` the planner, whose statistics see few pending rows among
+# millions of finished ones, preferred the pending rows' index and read every due row to find the 64 it was given:
+# a cost that grew with the backlog (docs/benchmarks.md, "Rows read per delivery"). By key, 64 probes.
+def status_by_key(alias: str = "") -> str:
+    return f"({alias}status || '')"
+
+
+def _lease(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[Delivery]:
+    """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the rows this call won, as
+    they are after the change. `at`: their ctids as a read found them (PostgreSQL), to go straight to the rows: a
+    row changed since is no longer there and is left for the next claim (its id is checked too, as the place may
+    now hold another row's version; spelled `id + 0` so that the planner keeps to the TID scan)."""
+    if not ids:
+        return []
+    pending, due, changes = DeliveryStatus.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
+    # One round trip on PostgreSQL: the rows come back from the UPDATE, which finds the rows it locked by their
+    # physical address (a TID scan), not by a second probe of the primary key.
+    if connection.vendor == "postgresql":
+        table = Delivery._meta.db_table
+        assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
+        fields = list(Delivery._meta.concrete_fields)
+        by = "ctid = ANY(%s::tid[]) AND (id + 0)" if at else "id"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""UPDATE {table} AS d SET {assignments}
+                    FROM (SELECT ctid FROM {table} WHERE {by} = ANY(%s)
+                            AND {status_by_key()} = %s AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED) AS won
+                    WHERE d.ctid = won.ctid
+                    RETURNING {", ".join(f"d.{f.column}" for f in fields)}""",
+                [*changes.values(), *([at] if at else []), ids, pending, now],
+            )
+            rows = cursor.fetchall()
+        # Every column of a delivery is a plain type psycopg returns as Django would (no converters needed).
+        return [Delivery.from_db(connection.alias, [f.attname for f in fields], row) for row in rows]
+    with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
+        won = list(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
+        Delivery.objects.filter(id__in=won).update(**changes)
+    return list(Delivery.objects.filter(id__in=won))
+
+
+def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
+    """Apply each delivery's changes, only to rows whose lease is still the one this job took (a row whose lease
+    expired may have moved on; it is left be). Returns the ids written. One statement on PostgreSQL; runs in the
+    caller's transaction. What follows the changes (`lifecycle.settled`) is the caller's to ask for."""
+    leases = {d.id: d.lease_until for d in claimed}
+    updates = {delivery_id: changes for delivery_id, changes in updates.items() if delivery_id in leases}
+    if not updates:
+        return set()
+    if connection.vendor != "postgresql":
+        return {delivery_id for delivery_id, changes in updates.items()
+                if lifecycle.in_flight(id=delivery_id, lease_until=leases[delivery_id]).update(**changes)}
+    names = sorted({name for changes in updates.values() for name in changes})
+    fields = [Delivery._meta.get_field(name) for name in names]
+    by_id = {d.id: d for d in claimed}
+    rows, params = [], []
+    for delivery_id, changes in updates.items():
+        current = by_id[delivery_id]
+        values = [changes[f.name] if f.name in changes else getattr(current, f.attname) for f in fields]
+        rows.append("(" + ", ".join(["%s::bigint", "%s::timestamptz"] + [f"%s::{f.db_type(connection)}"
+                                                                           for f in fields]) + ")")
+        params += [delivery_id, leases[delivery_id]] + [f.get_db_prep_save(v, connection)
+                                                        for f, v in zip(fields, values, strict=True)]
+    table = Delivery._meta.db_table
+    assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
+    columns = ", ".join(["id", "lease"] + [f.column for f in fields])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS d SET {assignments} FROM (VALUES {', '.join(rows)}) AS v({columns}) "
+            f"WHERE d.id = v.id AND {status_by_key('d.')} = %s AND d.lease_until = v.lease "
+            f"RETURNING d.id",
+            params + [DeliveryStatus.IN_FLIGHT],
+        )
+        return {row[0] for row in cursor.fetchall()}

@@ -1,0 +1,12 @@
+"""Process plumbing: what every other wing stands on, and nothing of webhooks.
+
+    clock         `now` for everything that compares times (tests pass it in)
+    errors        ApplicationError: a refusal with its field and status, raised by services, shaped by the edges
+    redis_link    the one Redis connection (and its retries)
+    availability  waiting for PostgreSQL and Redis, at start-up as later; a process exits only when asked
+    queues        asking for pumps and deliver jobs on RQ's queues (by name: the jobs import from above)
+    wakeup        waking the scheduler after a commit
+    quotas        per-owner quotas: what one owner or tenant may take of what all share (every path asks)
+
+May use: delivery.rules, delivery.transport, the models. Imports no other wing.
+"""

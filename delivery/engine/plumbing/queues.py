@@ -1,0 +1,83 @@
+"""Putting work on the RQ queues.
+
+Workers pull: a `pump` job takes whatever is due from the database, in bulk, for as long as there is any (see
+`pump.py`), so the unit of work follows what is due, not how publishes happened to arrive. A queue needs at most one
+pump waiting on it: `want_pump` enqueues one only when none is waiting (a Redis flag a starting pump clears), so a
+stream of publishes costs one Redis round trip each and queues no job per publish. Lost pumps (Redis flushed, a
+worker killed before starting one) cost nothing: the flag expires and the scheduler asks again for due work.
+
+`deliver` jobs carry ids: a retry asked for by hand, sent at once and recorded as `manual`.
+"""
+
+import logging
+
+from django.db import transaction
+
+from delivery.conf import herald
+from delivery.engine.plumbing import availability, redis_link
+from delivery.rules.vocabulary import AttemptQueue
+
+log = logging.getLogger(__name__)
+DELIVERIES, RETRIES = AttemptQueue.DELIVERIES, AttemptQueue.RETRIES
+PUMP_WANTED_KEY = "herald:pump-wanted:{}"
+WORK_SEQUENCE_KEY = "herald:work-sequence"
+# By name: the jobs' module imports this one.
+PUMP_JOB, DELIVER_JOB = "delivery.engine.sending.jobs.pump", "delivery.engine.sending.jobs.deliver"
+PUMP_WANTED_SECONDS = 5  # after this a waiting pump counts as lost and another may be queued
+
+
+def want_pump(queue_name: str = DELIVERIES) -> bool:
+    """New work is due: tell running pumps (the work sequence moves on) and make sure a pump is waiting on
+    `queue_name`. One Redis round trip, plus an enqueue only when no pump is waiting. Never raises: without Redis
+    the work stays due in the database and the scheduler asks again. Returns whether it queued a pump."""
+    queue = redis_link.queue(queue_name)
+    try:
+        with queue.connection.pipeline() as pipe:
+            pipe.incr(WORK_SEQUENCE_KEY)
+            pipe.set(PUMP_WANTED_KEY.format(queue_name), 1, nx=True, ex=PUMP_WANTED_SECONDS)
+            _, queued_now = pipe.execute()
+        if not queued_now:
+            return False  # one is waiting already
+        queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=herald.JOB_TIMEOUT_SECONDS,
+                           result_ttl=0, failure_ttl=86400)
+        return True
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not queue a delivery pump on %s; the scheduler will ask again",
+                                  queue_name)
+        return False
+
+
+def pump_started(queue_name: str) -> None:
+    """A pump took over: the next new work needs a new one queued (this one may be busy with slow endpoints)."""
+    try:
+        redis_link.connection(queue_name).delete(PUMP_WANTED_KEY.format(queue_name))
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not clear the pump flag of %s", queue_name)
+
+
+def work_sequence(queue_name: str = DELIVERIES) -> int:
+    """A number that changes whenever new work is announced; a pump compares it with what it saw last."""
+    try:
+        return int(redis_link.connection(queue_name).get(WORK_SEQUENCE_KEY) or 0)
+    except Exception:
+        return -1
+
+
+def pump_after_commit(queue_name: str = DELIVERIES) -> None:
+    """Call inside the transaction that made rows due; the pump is asked for once it commits."""
+    transaction.on_commit(lambda: want_pump(queue_name))
+
+
+def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
+    """A `deliver` job for these rows once the transaction commits (a retry by hand). If it is lost, the rows are
+    due anyway and the next pump sends them."""
+    def push():
+        try:
+            redis_link.queue(DELIVERIES).enqueue_call(
+                DELIVER_JOB, args=(delivery_ids, str(label)), timeout=herald.JOB_TIMEOUT_SECONDS,
+                result_ttl=0, failure_ttl=86400)
+        except Exception as exc:
+            availability.redis_failed(exc, log, "could not queue deliveries %s; the next pump sends them",
+                                      delivery_ids)
+            want_pump(DELIVERIES)
+    transaction.on_commit(push)

@@ -1,0 +1,93 @@
+"""Per-owner quotas: what one owner (or one of its tenants) may take of what every owner shares, each a setting with
+a default, each refusal naming its limit (docs/security.md, docs/tenants.md).
+
+    HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics (its tenants' too)   400
+    HERALD_MAX_REPLAYS_PER_HOUR          replays of the owner's own subscriptions in an hour   429, Retry-After
+    HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR   replays of one subscription in an hour   429, Retry-After
+    HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR         replays of one tenant's subscriptions     429, Retry-After
+    HERALD_MAX_TEST_EVENTS_PER_HOUR      test events to one subscription in an hour 429, Retry-After
+    HERALD_RESEND_INTERVAL_SECONDS       between two resent confirmations of one subscription   429, Retry-After
+    HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's (of each tenant's) per clock hour   429
+
+(A replay's size is HERALD_MAX_REPLAY_MESSAGES, checked by the replay itself.) Counting resends needs Redis, as
+sending them does; without it the resend fails as a whole (503), nothing half-done.
+"""
+
+from datetime import timedelta
+
+from delivery.conf import herald
+from delivery.engine.plumbing import redis_link
+from delivery.engine.plumbing.errors import ApplicationError
+from delivery.models import Delivery, Replay
+from delivery.rules.vocabulary import AttemptQueue
+from subscriptions.models import Subscription
+
+HOUR = 3600
+
+
+def subscriptions(owner) -> None:
+    """Before a new subscription of `owner`'s: room for one more."""
+    limit = herald.MAX_SUBSCRIPTIONS_PER_OWNER
+    if Subscription.objects.filter(topic__owner=owner).count() >= limit:
+        raise ApplicationError(f"You have {limit} subscriptions, the most one owner may have "
+                               f"(HERALD_MAX_SUBSCRIPTIONS_PER_OWNER); delete some first.")
+
+
+def replay(subscription: Subscription, now) -> None:
+    """Before a replay of `subscription`: fewer than the hour's allowance in the last hour, for the subscription and
+    for whose it is: its tenant's allowance for a tenant's subscription, the owner's for the owner's own. (A tenant
+    never uses up the owner's allowance, nor another tenant's.)"""
+    hour_ago = now - timedelta(hours=1)
+    recent = Replay.objects.filter(requested_at__gt=hour_ago)
+    if subscription.tenant_id:
+        whose = (recent.filter(subscription__tenant_id=subscription.tenant_id),
+                 herald.MAX_REPLAYS_PER_TENANT_PER_HOUR, "HERALD_MAX_REPLAYS_PER_TENANT_PER_HOUR", "one tenant")
+    else:
+        whose = (recent.filter(subscription__topic__owner_id=subscription.topic.owner_id,
+                               subscription__tenant__isnull=True),
+                 herald.MAX_REPLAYS_PER_HOUR, "HERALD_MAX_REPLAYS_PER_HOUR", "one owner")
+    for found, limit, setting, who in (
+            (recent.filter(subscription=subscription), herald.MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR,
+             "HERALD_MAX_REPLAYS_PER_SUBSCRIPTION_PER_HOUR", "one subscription"), whose):
+        if found.count() >= limit:
+            oldest = found.order_by("requested_at").values_list("requested_at", flat=True).first()
+            wait = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
+            raise ApplicationError(f"{limit} replays were asked for in the last hour, the most {who} may ask "
+                                   f"for ({setting}); try again in {wait} s.", status_code=429, retry_after=wait)
+
+
+def test_events(subscription: Subscription, now) -> None:
+    """Before a test event: fewer than HERALD_MAX_TEST_EVENTS_PER_HOUR for the subscription in the last hour."""
+    limit = herald.MAX_TEST_EVENTS_PER_HOUR
+    recent = Delivery.objects.filter(subscription=subscription, message__event_type="herald.test",
+                                     created_at__gt=now - timedelta(hours=1))
+    if recent.count() >= limit:
+        raise ApplicationError(f"{limit} test events were sent to this subscription in the last hour, the most "
+                               f"one may get (HERALD_MAX_TEST_EVENTS_PER_HOUR); try again later.", status_code=429,
+                               retry_after=600)
+
+
+def resend(subscription: Subscription, now) -> None:
+    """Before a confirmation is sent again: not sooner than the interval after the last resend of this
+    subscription, and within its owner's allowance for the clock hour. Counted in Redis (keys expire by
+    themselves)."""
+    connection = redis_link.connection(AttemptQueue.DELIVERIES)
+    interval = herald.RESEND_INTERVAL_SECONDS
+    key = f"herald:quota:resend:subscription:{subscription.id}"
+    if interval > 0 and not connection.set(key, 1, nx=True, ex=interval):
+        wait = max(1, connection.ttl(key))
+        raise ApplicationError(f"A confirmation was sent again less than {interval} s ago "
+                               f"(HERALD_RESEND_INTERVAL_SECONDS); try again in {wait} s.", status_code=429,
+                               retry_after=wait)
+    window = int(now.timestamp()) // HOUR  # the clock hour: a fixed window
+    # The owner's own subscriptions share one allowance, each tenant has one of its own (same size).
+    owner_key = f"herald:quota:resend:owner:{subscription.topic.owner_id}:{subscription.tenant_id or 0}:{window}"
+    with connection.pipeline() as pipe:
+        count, _ = pipe.incr(owner_key).expire(owner_key, HOUR).execute()
+    limit = herald.MAX_RESENDS_PER_HOUR
+    if count > limit:  # refused: it counts for neither allowance
+        connection.pipeline().decr(owner_key).delete(key).execute()
+        wait = max(1, (window + 1) * HOUR - int(now.timestamp()))
+        raise ApplicationError(f"{limit} confirmations were sent again in the last hour, the most one owner may "
+                               f"send (HERALD_MAX_RESENDS_PER_HOUR); try again in {wait} s.", status_code=429,
+                               retry_after=wait)

@@ -1,0 +1,182 @@
+"""Sends that were answered but may not be recorded yet, kept in Redis until the database has them.
+
+Each answer is written here the moment it arrives (a writer thread batches them into one pipeline), independently
+of recording it in PostgreSQL. If it dies before
+recording (kill -9, a crash while the database is away), the reconciler finds the answer here when the row's lease
+runs out and records it as the attempt it was, instead of counting a `lease_expired` try and sending the message
+again. An entry names the lease it was sent under, so it is only ever applied to the try it belongs to; entries
+expire by themselves. Losing the journal (Redis flushed or down) only brings back the old behaviour: the try counts
+as `lease_expired` and is repeated.
+"""
+
+import json
+import logging
+import queue
+import threading
+from datetime import datetime
+
+from delivery.engine.plumbing import availability, redis_link
+from delivery.rules.vocabulary import AttemptQueue
+from delivery.transport.sender import SendResult
+
+log = logging.getLogger(__name__)
+KEY = "herald:answered:{}"
+KEEP_SECONDS = 3 * 3600  # a backstop: entries are deleted as soon as their attempt is recorded
+FORGET = "forget"
+
+
+def _key(delivery_id: int) -> str:
+    return KEY.format(delivery_id)
+
+
+_pending: queue.Queue = queue.Queue()
+_failing = False  # the last write failed (Redis away)
+CAUTIOUS_IN_FLIGHT = 8  # what a worker keeps in flight while its answers cannot be journaled
+_writer: threading.Thread | None = None
+_writer_lock = threading.Lock()
+
+
+def watch(future, delivery, number: int, attempt_queue: str, same_as: int | None = None) -> None:
+    """Journal this send's answer the moment it arrives: the transport's thread hands it to a writer thread, so
+    neither the event loop nor a slow database write on the job's thread delays it."""
+    _start_writer()
+    delivery_id, lease = delivery.id, delivery.lease_until
+
+    def answered_now(done) -> None:
+        if lease is not None and not done.cancelled() and done.exception() is None and done.result() is not None:
+            remember(delivery_id, lease, number, attempt_queue, done.result(), same_as)
+
+    future.add_done_callback(answered_now)
+
+
+def remember(delivery_id: int, lease, number: int, attempt_queue: str, result: SendResult,
+             same_as: int | None = None) -> None:
+    """Hand one answer to the writer thread. `same_as`: the delivery whose entry holds this answer (the first of
+    the batch request that carried both); this entry only points at it."""
+    _start_writer()
+    _pending.put((delivery_id, lease, number, attempt_queue, result, same_as))
+
+
+def forget(delivery_ids) -> None:
+    """The answers of these deliveries are recorded in the database: their entries go (after any write of them
+    still waiting in the writer's queue), so the journal holds only what is answered and not yet recorded."""
+    if delivery_ids:
+        _start_writer()
+        _pending.put((FORGET, list(delivery_ids)))
+
+
+def flush() -> None:
+    """Wait until every answer handed over so far is written (or its write failed)."""
+    _pending.join()
+
+
+def _start_writer() -> None:
+    global _writer
+    if _writer is None:
+        with _writer_lock:
+            if _writer is None:
+                _writer = threading.Thread(target=_write_forever, name="herald-journal", daemon=True)
+                _writer.start()
+
+
+def _write_forever() -> None:
+    while True:
+        batch = [_pending.get()]
+        while True:
+            try:
+                batch.append(_pending.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            _write(batch)
+        finally:
+            for _ in batch:
+                _pending.task_done()
+
+
+def writable() -> bool:
+    """Are answers being journaled? While they are not (Redis away), a crash would repeat every answered send, so
+    the pump keeps only CAUTIOUS_IN_FLIGHT requests in flight."""
+    return not _failing
+
+
+def _write(batch: list) -> None:
+    """One pipeline for everything answered (and recorded) since the last write. The deliveries of one batch
+    request share its answer: it is written once, under the first of them, and the others point at it. Best
+    effort: never raises."""
+    global _failing
+    try:
+        with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=False) as pipe:
+            for item in batch:
+                if item[0] == FORGET:
+                    pipe.delete(*[_key(delivery_id) for delivery_id in item[1]])
+                    continue
+                delivery_id, lease, number, attempt_queue, result, same_as = item
+                entry = {"lease": lease.isoformat(), "number": number, "queue": attempt_queue}
+                if same_as is not None and same_as != delivery_id:
+                    entry["same_as"] = same_as
+                else:
+                    entry |= _answer(result)
+                pipe.set(_key(delivery_id), json.dumps(entry), ex=KEEP_SECONDS)
+            pipe.execute()
+        _failing = False
+    except Exception as exc:
+        if not _failing:
+            availability.redis_failed(exc, log, "could not journal %d answers; a crash before they are recorded "
+                                      "would repeat them", len(batch))
+        _failing = True
+
+
+def _answer(result: SendResult) -> dict:
+    """What an entry keeps of an answer (the fields of a SendResult)."""
+    return {"status": result.status, "duration_ms": result.duration_ms, "started_at": result.started_at,
+            "headers": result.headers, "body_excerpt": result.body_excerpt, "error_class": result.error_class,
+            "error_detail": result.error_detail}
+
+
+def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
+    """{delivery id: (attempt number, queue, result)} for the deliveries whose current try (same lease) was
+    answered before its worker stopped. Never raises: without Redis, nothing is known."""
+    deliveries = [d for d in deliveries if d.lease_until is not None]
+    if not deliveries:
+        return {}
+    try:
+        connection = redis_link.connection(AttemptQueue.DELIVERIES)
+        values = connection.mget([_key(d.id) for d in deliveries])
+        entries = {d.id: _parsed(value) for d, value in zip(deliveries, values, strict=True)}
+        shared = {entry["same_as"] for entry in entries.values() if entry and "same_as" in entry} - entries.keys()
+        if shared:
+            entries.update({i: _parsed(v) for i, v in zip(shared, connection.mget([_key(i) for i in shared]),
+                                                          strict=True)})
+    except Exception as exc:
+        availability.redis_failed(exc, log, "could not read the answers journal")
+        return {}
+    found = {}
+    for delivery in deliveries:
+        entry = entries.get(delivery.id)
+        if not entry:
+            continue
+        try:
+            if datetime.fromisoformat(entry["lease"]) != delivery.lease_until:
+                continue  # an answer to an earlier try
+            answer = entries.get(entry["same_as"]) if "same_as" in entry else entry
+            if not answer or "status" not in answer:
+                continue  # the request's answer is gone (recorded with the other deliveries, or expired)
+            result = SendResult(status=answer["status"], duration_ms=answer["duration_ms"],
+                                started_at=answer["started_at"], headers=answer["headers"],
+                                body_excerpt=answer["body_excerpt"], error_class=answer["error_class"],
+                                error_detail=answer["error_detail"])
+            found[delivery.id] = (entry["number"], entry["queue"], result)
+        except (ValueError, KeyError, TypeError):
+            log.warning("delivery %s: an unreadable journal entry was ignored", delivery.id)
+    return found
+
+
+def _parsed(value) -> dict | None:
+    if value is None:
+        return None
+    try:
+        entry = json.loads(value)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None

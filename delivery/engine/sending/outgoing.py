@@ -1,0 +1,118 @@
+"""From claimed rows to requests: each row's envelope (its message, its subscription's secrets and delivery
+headers), batches for subscriptions that take them, and the built, signed (and OAuth2-authorized) requests. A row
+or batch whose request cannot be built fails alone, inside Herald, as an `internal` try."""
+
+import logging
+from collections import defaultdict
+from concurrent.futures import Future
+
+from delivery.conf import VERSION
+from delivery.engine.plumbing import clock
+from delivery.engine.sending import oauth, recording
+from delivery.engine.sending.recording import Tried
+from delivery.models import Delivery
+from delivery.rules import batching, delivery_headers, wire
+from subscriptions.models import Subscription
+from subscriptions.secrets import decrypt
+
+log = logging.getLogger(__name__)
+
+
+def extra_headers(subscription: Subscription, attributes: dict) -> tuple[dict, frozenset]:
+    """The subscription's delivery headers for a message with `attributes` (secret values decrypted), and the
+    names of the secret ones. A secret no key decrypts fails the try inside Herald, saying so."""
+    stored = subscription.delivery_headers or []
+    if not stored:
+        return {}, frozenset()
+    plain = [{**header, "value": decrypt(header["value"])} if header.get("secret") else header for header in stored]
+    return delivery_headers.resolve(plain, attributes), frozenset(h["name"] for h in stored if h.get("secret"))
+
+
+def envelope(delivery: Delivery, policy) -> wire.Envelope:
+    message, subscription = delivery.message, delivery.subscription
+    headers, secret = extra_headers(subscription, message.attributes)
+    return wire.Envelope(
+        message_id=str(message.id),
+        topic_name=message.topic.name,
+        event_type=message.event_type,
+        subject=message.subject,
+        published_at=message.published_at,
+        payload=message.payload,
+        payload_is_text=message.payload_is_text,
+        subscription_id=subscription.id,
+        url=delivery.endpoint.url,
+        raw=subscription.raw_message_delivery,
+        secrets=subscription.signing_secrets(clock.now()),
+        content_type=policy.content_type,
+        user_agent=f"Herald/{VERSION}",
+        client_certificate=subscription.client_credentials(),
+        extra_headers=headers,
+        secret_headers=secret,
+        replay=delivery.replay_id,
+    )
+
+
+def batched(ready: list, probes: set[int]) -> tuple[list[list], dict]:
+    """The requests to make: each row alone, except a batching subscription's rows (`max_events_per_batch` > 1),
+    cut into batches in publish order. A probe always goes alone (a batch of one). Returns the units and the
+    envelopes made to measure the batched rows, for `build` to use again. A row whose envelope cannot be made goes
+    alone, so `build` fails it by itself."""
+    units, by_subscription, prepared = [], defaultdict(list), {}
+    for delivery, policy in ready:
+        if delivery.subscription.max_events_per_batch > 1 and delivery.id not in probes:
+            try:
+                prepared[delivery.id] = envelope(delivery, policy)
+            except Exception:
+                units.append([(delivery, policy)])
+                continue
+            by_subscription[delivery.subscription_id].append((delivery, policy))
+        else:
+            units.append([(delivery, policy)])
+    for items in by_subscription.values():
+        items.sort(key=lambda item: item[0].id)
+        subscription = items[0][0].subscription
+        sizes = [len(wire.event_bytes(prepared[delivery.id])) for delivery, _ in items]
+        units += batching.cut(items, sizes, max_events=subscription.max_events_per_batch,
+                              preferred_bytes=subscription.preferred_batch_size_kb * 1024)
+    return units, prepared
+
+
+def build(units: list[list], failed: list[Tried], queue_name: str, prepared: dict | None = None) -> list:
+    """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
+    built fails alone (each of its rows gets the failed try). `prepared`: envelopes `batched` already made."""
+    built, prepared = [], prepared or {}
+    for unit in units:
+        numbers = [delivery.attempt_count + 1 for delivery, _ in unit]
+        subscription = unit[0][0].subscription
+        try:
+            envelopes = [prepared.get(delivery.id) or envelope(delivery, policy) for delivery, policy in unit]
+            if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
+                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=clock.now())
+            else:
+                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=clock.now())
+            if oauth.configured(subscription):
+                request = oauth.authorize(request, subscription)
+        except Exception as exc:
+            log.exception("deliveries %s: their request could not be built", [d.id for d, _ in unit])
+            failed.extend(recording.internal_failure(delivery, policy, exc, queue_name) for delivery, policy in unit)
+            continue
+        built.append((unit, numbers, request))
+    return built
+
+
+def fan_in(future, count: int) -> list:
+    """`count` futures that complete with `future` (a batch's request): one per row it carries, so recording,
+    journaling and settling see one send per delivery, as for requests of their own."""
+    members = [Future() for _ in range(count)]
+
+    def done(parent) -> None:
+        for member in members:
+            if parent.cancelled():
+                member.cancel()
+            elif parent.exception() is not None:
+                member.set_exception(parent.exception())
+            else:
+                member.set_result(parent.result())
+
+    future.add_done_callback(done)
+    return members

@@ -1,0 +1,233 @@
+"""Recording a batch of tries: the attempt rows, the deliveries' new state, and the endpoints' health.
+
+A batch is an optimisation, never a failure domain. It is written in one short transaction; if that fails, row by
+row; and a row that still cannot be stored is recorded with an attempt stripped of what the receiver sent, under
+the error class `unrecordable`, so its try still counts and its schedule still moves on. Only rows whose lease is
+still this job's are written, and an attempt row is created only for those: recording twice is harmless.
+"""
+
+import logging
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.db import DatabaseError, transaction
+
+from delivery.engine.claiming import leases
+from delivery.engine.plumbing import clock
+from delivery.engine.state import health, lifecycle, transitions
+from delivery.models import Attempt, Delivery, Exchange
+from delivery.rules import decisions
+from delivery.rules.policy import DeliveryPolicy
+from delivery.rules.storable import clean_text
+from delivery.rules.vocabulary import DeliveryStatus
+from delivery.rules.wire import OutgoingRequest
+from delivery.transport.sender import EXCERPT_BYTES, SendResult
+
+log = logging.getLogger(__name__)
+attempt_log = logging.getLogger("herald.attempt")
+_rng = random.SystemRandom()
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One try of one delivery: what was sent (None if Herald failed before sending) and what came back."""
+
+    delivery: Delivery
+    policy: DeliveryPolicy
+    number: int
+    request: OutgoingRequest | None
+    result: SendResult
+    queue: str
+
+
+def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
+    """A try that failed inside Herald before anything was sent. It counts, so the policy's limits end it."""
+    result = SendResult(status=None, duration_ms=0, started_at=time.time(), error_class=Attempt.ErrorClass.INTERNAL,
+                        error_detail=clean_text(f"{type(exc).__name__}: {exc}", 1024))
+    return Tried(delivery, policy, delivery.attempt_count + 1, None, result, queue_name)
+
+
+def header(headers: dict, name: str) -> str | None:
+    wanted = name.lower()
+    return next((value for key, value in headers.items() if key.lower() == wanted), None)
+
+
+def policy_decision(tried: Tried) -> decisions.Decision:
+    """What the subscription's policy makes of a try's answer."""
+    result, delivery = tried.result, tried.delivery
+    finished = finished_at(result)
+    answer = decisions.Answer(status=result.status, error_class=result.error_class,
+                                retry_after=decisions.parse_retry_after(header(result.headers, "Retry-After"),
+                                                                        finished))
+    return decisions.decide(tried.policy, attempt_number=tried.number - delivery.budget_attempts,
+                            published_at=delivery.budget_start, now=finished, rng=_rng, answer=answer)
+
+
+def finished_at(result: SendResult) -> datetime:
+    return datetime.fromtimestamp(result.started_at, tz=UTC) + timedelta(milliseconds=result.duration_ms)
+
+
+def attempt_row(tried: Tried, outcome: str) -> Attempt:
+    request, result = tried.request, tried.result
+    return Attempt(
+        delivery_id=tried.delivery.id, number=tried.number, queue=tried.queue,
+        started_at=datetime.fromtimestamp(result.started_at, tz=UTC), duration_ms=result.duration_ms,
+        request_url=request.url if request else tried.delivery.endpoint.url,
+        request_headers=request.recorded_headers if request else {},
+        request_body=clean_text(request.body[:EXCERPT_BYTES].decode("utf-8", "replace")) if request else "",
+        response_status=result.status, response_headers=result.headers, response_body=result.body_excerpt,
+        error_class=result.error_class, error_detail=result.error_detail, outcome=outcome,
+    )
+
+
+def stripped(attempt: Attempt, exc: Exception) -> Attempt:
+    """The same attempt without anything the receiver sent: what is left is ours and always storable."""
+    return Attempt(
+        delivery_id=attempt.delivery_id, number=attempt.number, queue=attempt.queue, started_at=attempt.started_at,
+        duration_ms=attempt.duration_ms, request_url=attempt.request_url, response_status=attempt.response_status,
+        error_class=Attempt.ErrorClass.UNRECORDABLE, outcome=attempt.outcome,
+        error_detail=f"the answer could not be stored ({type(exc).__name__}); it was left out",
+    )
+
+
+def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], set[int]]:
+    """For each try, the policy's decision as the delivery's changes and its attempt row; and the deliveries whose
+    answer (410 Gone) freezes their endpoint."""
+    changes: dict[int, dict] = {}
+    attempts: dict[int, Attempt] = {}
+    gone: set[int] = set()
+    for tried in tries:
+        decision = policy_decision(tried)
+        changes[tried.delivery.id] = transitions.attempted(tried.delivery, decision, now=finished_at(tried.result))
+        attempts[tried.delivery.id] = attempt_row(tried, decision.attempt_outcome)
+        if decision.freeze_endpoint:
+            gone.add(tried.delivery.id)
+    return changes, attempts, gone
+
+
+def shared(tries: list[Tried], attempts: dict[int, Attempt]) -> list[Exchange]:
+    """The tries that went in one request (a batch) share one record of what it carried and got back: the
+    exchanges to store with them (unsaved); their attempts point at them and keep no copy of their own."""
+    by_request = defaultdict(list)
+    for tried in tries:
+        if tried.request is not None:
+            by_request[id(tried.request)].append(attempts[tried.delivery.id])
+    exchanges = []
+    for members in by_request.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        exchange = Exchange(request_headers=first.request_headers, request_body=first.request_body,
+                            response_headers=first.response_headers, response_body=first.response_body)
+        exchanges.append(exchange)
+        for attempt in members:
+            attempt.exchange = exchange
+            attempt.request_headers, attempt.request_body = {}, ""
+            attempt.response_headers, attempt.response_body = {}, ""
+    return exchanges
+
+
+def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict], probes: set[int],
+           now=None) -> None:
+    """Write every try and the changes of the rows that were not tried (`untried`: held, deferred, expired);
+    `now` is when the endpoints' health counts them."""
+    if not tries and not untried:
+        return
+    changes, attempts, gone = outcomes(tries)
+    exchanges = shared(tries, attempts)
+    updates = {**untried, **changes}
+    try:
+        with transaction.atomic():
+            written = write_back(claimed, updates)
+            Exchange.objects.bulk_create(exchanges)
+            Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
+    except DatabaseError as exc:
+        log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
+        written = record_one_by_one(claimed, updates, attempts)
+    log_attempts([t for t in tries if t.delivery.id in written], changes)
+    record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
+
+
+def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
+    """Inside the caller's transaction: the changes written under the lease, then what follows them (the next of
+    an ordering key, signals and a pump or the scheduler after commit). Returns the ids written."""
+    written = leases.write_back(claimed, updates)
+    lifecycle.settled({i: updates[i] for i in written},
+                      keyed=[d.id for d in claimed if d.ordering_key and d.id in written])
+    return written
+
+
+def what_next(changes: dict) -> str:
+    status = changes.get("status")
+    if status == DeliveryStatus.PENDING:
+        return f"retry at {changes['next_attempt_at'].isoformat()}"
+    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
+        return f"{status} ({changes.get('dead_letter_reason', '')})"
+    return str(status)
+
+
+def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
+    """One line per recorded attempt: which delivery, where (the endpoint's host only: a URL's path or query may
+    carry a token), what came back, how long it took and what happens next. With HERALD_LOG_FORMAT=json the fields
+    are the line's keys."""
+    if not attempt_log.isEnabledFor(logging.INFO):
+        return
+    for tried in tries:
+        delivery, result = tried.delivery, tried.result
+        fields = {"delivery": delivery.id, "message": str(delivery.message_id),
+                  "subscription": delivery.subscription_id,
+                  "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
+                  "queue": tried.queue, "status": result.status, "error": result.error_class or None,
+                  "duration_ms": result.duration_ms, "next": what_next(changes[delivery.id])}
+        attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
+                         extra={"herald": fields})
+
+
+def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int, Attempt]) -> set[int]:
+    by_id = {delivery.id: delivery for delivery in claimed}
+    written = set()
+    for delivery_id, changes in updates.items():
+        attempt = attempts.get(delivery_id)
+        try:
+            written |= write_one(by_id[delivery_id], changes, attempt)
+        except DatabaseError as exc:
+            if attempt is None:
+                raise  # nothing of the receiver's in it: the database itself is failing
+            log.warning("delivery %s: its attempt could not be stored (%s); recorded without the answer",
+                        delivery_id, exc)
+            written |= write_one(by_id[delivery_id], changes, stripped(attempt, exc))
+    return written
+
+
+def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set[int]:
+    with transaction.atomic():
+        written = write_back([delivery], {delivery.id: changes})
+        if written and attempt is not None:
+            if attempt.exchange is not None and attempt.exchange.pk is None:
+                attempt.exchange.save()  # the first of its batch to be written one by one stores it
+            attempt.save()
+    return written
+
+
+def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> None:
+    """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's. A
+    request counts once, so one failed batch is one failure, not one per event."""
+    by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
+    counted = set()  # a batch's request is one result for its endpoint, however many deliveries it carried
+    for tried in tries:
+        seen = by_endpoint[tried.delivery.endpoint_id]
+        if tried.request is None or id(tried.request) not in counted:
+            seen["outcomes"].append(tried.result.ok)
+            if tried.request is not None:
+                counted.add(id(tried.request))
+        seen["gone"] |= tried.delivery.id in gone
+        seen["probe"] |= tried.delivery.id in probes
+    for endpoint_id, seen in by_endpoint.items():
+        try:
+            health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
+        except DatabaseError:
+            log.exception("endpoint %s: its health counters could not be updated", endpoint_id)

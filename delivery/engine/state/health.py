@@ -1,0 +1,177 @@
+"""Endpoint health on the attempt path and by hand: counters, the rolling rate window, transitions, probes.
+
+Counters change only through SQL increments and upserts, so workers failing at the same moment never lose an
+update. State changes are conditional updates (`WHERE state = <from>`), so two workers that see the same threshold
+crossed record one transition, not two.
+"""
+
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import F, Sum
+
+from delivery.conf import herald
+from delivery.engine.plumbing import clock
+from delivery.engine.state import announce, lifecycle
+from delivery.rules import circuit
+from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
+
+WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the default 24 h window)
+
+
+def thresholds() -> circuit.Thresholds:
+    return circuit.Thresholds(
+        disable_failure_rate=herald.DISABLE_FAILURE_RATE,
+        disable_min_attempts=herald.DISABLE_MIN_ATTEMPTS,
+        disable_consecutive_failures=herald.DISABLE_CONSECUTIVE_FAILURES,
+        freeze_consecutive_failures=herald.FREEZE_CONSECUTIVE_FAILURES,
+        freeze_silence_seconds=herald.FREEZE_SILENCE_SECONDS,
+        freeze_absolute_failures=herald.FREEZE_ABSOLUTE_FAILURES,
+    )
+
+
+def bucket_seconds() -> int:
+    return max(1, herald.RATE_WINDOW_SECONDS // WINDOW_BUCKETS)
+
+
+def _add_to_window(endpoint_id: int, attempts: int, failures: int, now) -> None:
+    size = bucket_seconds()
+    bucket = int(now.timestamp()) // size * size
+    table = EndpointWindowBucket._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {table} (endpoint_id, bucket, attempts, failures) VALUES (%s, %s, %s, %s)
+                ON CONFLICT (endpoint_id, bucket) DO UPDATE
+                SET attempts = {table}.attempts + excluded.attempts, failures = {table}.failures + excluded.failures""",
+            [endpoint_id, bucket, attempts, failures],
+        )
+
+
+def window_totals(endpoint_id: int, now) -> tuple[int, int]:
+    start = int(now.timestamp()) - herald.RATE_WINDOW_SECONDS
+    totals = EndpointWindowBucket.objects.filter(endpoint_id=endpoint_id, bucket__gt=start).aggregate(
+        attempts=Sum("attempts"), failures=Sum("failures"))
+    return totals["attempts"] or 0, totals["failures"] or 0
+
+
+def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = False, probe: bool = False) -> None:
+    """Apply a batch of attempt outcomes (True = success), in order, to one endpoint; transition if called for.
+
+    Every writer of an endpoint's counters takes the endpoint's row first (this, `evaluate`, transitions), so
+    concurrent workers' counts add up exactly: the window's totals are read under that lock, after every bucket
+    written before it, and never written back over a count that came in meanwhile."""
+    if not outcomes:
+        return
+    failures = outcomes.count(False)
+    changes = {"window_attempts": F("window_attempts") + len(outcomes),
+               "window_failures": F("window_failures") + failures}
+    if True in outcomes:
+        trailing = len(outcomes) - 1 - max(i for i, ok in enumerate(outcomes) if ok)
+        changes.update(consecutive_failures=trailing, last_success_at=now)
+    else:
+        changes["consecutive_failures"] = F("consecutive_failures") + failures
+    if failures:
+        changes["last_failure_at"] = now
+    with transaction.atomic():
+        Endpoint.objects.filter(id=endpoint_id).update(**changes)  # the row's lock, held to the commit
+        _add_to_window(endpoint_id, len(outcomes), failures, now)
+    if failures or gone or probe:
+        evaluate(endpoint_id, now, gone=gone, probe_succeeded=probe and outcomes[-1])
+
+
+def evaluate(endpoint_id: int, now, *, gone: bool = False, probe_succeeded: bool = False) -> None:
+    with transaction.atomic():
+        # FOR NO KEY UPDATE: serialised with the counters' writers, not with transactions inserting deliveries
+        # (their foreign key holds KEY SHARE on the row: a publish in a shop's open transaction, say).
+        endpoint = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint_id).first()
+        if endpoint is None:
+            return
+        attempts, failures = window_totals(endpoint_id, now)  # under the lock: every count before it, none after
+        Endpoint.objects.filter(id=endpoint_id).update(window_attempts=attempts, window_failures=failures)
+        state = circuit.Health(endpoint.state, endpoint.consecutive_failures, attempts, failures,
+                               endpoint.last_success_at)
+    transition = circuit.next_state(state, thresholds(), now, gone=gone, probe_succeeded=probe_succeeded)
+    if transition:
+        transition_endpoint(endpoint, transition.to_state, transition.reason, now=now)
+
+
+def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=None, actor=None,
+                        reset: bool = False) -> bool:
+    """Move an endpoint to `to_state` if it is still in the state we read; record the transition. True if moved."""
+    now = now or clock.now()
+    from_state = endpoint.state
+    changes = {"state": to_state, "state_changed_at": now, "state_reason": reason[:255],
+               "next_probe_at": now + timedelta(seconds=herald.PROBE_INTERVAL_SECONDS)
+               if to_state == circuit.DISABLED else None}
+    if reset:
+        changes.update(consecutive_failures=0, window_attempts=0, window_failures=0)
+    with transaction.atomic():
+        moved = Endpoint.objects.filter(id=endpoint.id, state=from_state).update(**changes)
+        if not moved:
+            return False
+        if reset:
+            EndpointWindowBucket.objects.filter(endpoint_id=endpoint.id).delete()
+        endpoint.refresh_from_db()
+        EndpointTransition.objects.create(
+            endpoint=endpoint, at=now, from_state=from_state, to_state=to_state, reason=reason[:255], actor=actor,
+            consecutive_failures=endpoint.consecutive_failures, window_attempts=endpoint.window_attempts,
+            window_failures=endpoint.window_failures,
+        )
+        if to_state == circuit.ACTIVE:
+            release_held(endpoint.id, now)
+        announce.endpoint_changed(endpoint, from_state, to_state, reason)
+    return True
+
+
+CONFIRMED = {"subscription__status": Subscription.Status.CONFIRMED}  # held rows that wait only for their endpoint
+
+
+def release_held(endpoint_id: int, now) -> int:
+    """Deliveries held for an unhealthy endpoint become due at once (the throttle still applies)."""
+    return lifecycle.release(now=now, endpoint_id=endpoint_id, **CONFIRMED)
+
+
+def release_stranded(now=None) -> int:
+    """Held deliveries whose endpoint is active and subscription confirmed have nothing left to wait for. They
+    arise when a worker holds a row because it read its endpoint as disabled while a probe elsewhere was bringing
+    the endpoint back (the release found the row in flight). The reconciler makes them due again."""
+    return lifecycle.release(now=now or clock.now(), endpoint__state=circuit.ACTIVE, **CONFIRMED)
+
+
+def take_probe_slot(endpoint_id: int, now) -> bool:
+    """At most one probe per disabled endpoint per interval, across all workers."""
+    interval = timedelta(seconds=herald.PROBE_INTERVAL_SECONDS)
+    return bool(Endpoint.objects.filter(id=endpoint_id, state=circuit.DISABLED, next_probe_at__lte=now)
+                .update(next_probe_at=now + interval))
+
+
+def schedule_probes(now=None) -> int:
+    """For each disabled endpoint whose probe is due, make one held delivery due so that a worker probes with it."""
+    now = now or clock.now()
+    scheduled = 0
+    for endpoint_id in Endpoint.objects.filter(state=circuit.DISABLED, next_probe_at__lte=now).values_list(
+            "id", flat=True)[:1000]:
+        scheduled += lifecycle.release(now=now, limit=1, endpoint_id=endpoint_id, **CONFIRMED)
+    return scheduled
+
+
+def endpoint_enable(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    """By hand: active again, counters reset, held deliveries released. Works from disabled and frozen."""
+    if endpoint.state != circuit.ACTIVE:
+        transition_endpoint(endpoint, circuit.ACTIVE, "enabled by hand", actor=actor, reset=True)
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+def endpoint_disable(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    if endpoint.state == circuit.ACTIVE:
+        transition_endpoint(endpoint, circuit.DISABLED, "disabled by hand", actor=actor)
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+def endpoint_freeze(*, endpoint: Endpoint, actor=None) -> Endpoint:
+    if endpoint.state != circuit.FROZEN:
+        transition_endpoint(endpoint, circuit.FROZEN, "frozen by hand", actor=actor)
+    endpoint.refresh_from_db()
+    return endpoint

@@ -1,0 +1,308 @@
+"""Claiming (engine/claiming/leases.py): fair across owners and, within an owner, across endpoints. A busy owner's
+backlog never stands before a quiet owner's fresh delivery; an owner alone still gets every free slot. Time is
+passed in."""
+
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
+from delivery.engine.claiming import due_work, leases
+from delivery.engine.intake.publishing import Entry, message_publish_batch
+from delivery.models import Delivery
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def owner_with(django_user_model, name: str, endpoints: int):
+    user = django_user_model.objects.create_user(name)
+    topic, _ = topic_create(owner=user, name="t")
+    for n in range(endpoints):
+        subscription_create(topic=topic, endpoint=f"http://127.0.0.1:9/{name}/{n}")
+    return user, topic
+
+
+def test_a_quiet_owners_fresh_delivery_goes_with_the_next_claim(django_user_model, redis_conn):
+    alice, flood = owner_with(django_user_model, "alice", 2)
+    bob, quiet = owner_with(django_user_model, "bob", 1)
+    message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(100)] * 3)  # 600 due, older
+    message_publish_batch(topic=quiet, entries=[Entry(payload="bob")])
+    bobs = Delivery.objects.get(owner=bob).id
+    now = timezone.now() + timedelta(seconds=1)
+    # Oldest first across everyone, Bob's would wait behind all 600 of Alice's.
+    oldest_first = list(Delivery.objects.filter(status="pending").order_by("next_attempt_at", "id")
+                        .values_list("id", flat=True)[:8])
+    assert bobs not in oldest_first
+
+    claimed, more = leases.claim_due(now, 8, per_endpoint=32)
+
+    assert bobs in [d.id for d in claimed] and more
+    alices = [d for d in claimed if d.owner_id == alice.id]
+    assert len(alices) == 7  # Alice takes every other slot
+    assert {d.endpoint_id for d in alices} == set(Delivery.objects.filter(owner=alice)
+                                                 .values_list("endpoint_id", flat=True))  # both her endpoints
+
+
+def test_an_endpoint_without_room_still_counts_as_having_work(django_user_model, redis_conn):
+    """Its rows are not read while its sends are in flight; the pump must look again when they complete, not end
+    as if nothing were due (with no scheduler running, the rest waited forever)."""
+    alice, topic = owner_with(django_user_model, "alice", 1)
+    message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(10)])
+    endpoint = Delivery.objects.first().endpoint_id
+    now = timezone.now() + timedelta(seconds=1)
+    claimed, more = leases.claim_due(now, 8, per_endpoint=4, in_flight=Counter({endpoint: 4}))
+    assert (claimed, more) == ([], True)
+
+
+def test_an_owner_alone_gets_every_free_slot_oldest_first(django_user_model, redis_conn):
+    alice, flood = owner_with(django_user_model, "alice", 1)
+    message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(50)])
+    now = timezone.now() + timedelta(seconds=1)
+    claimed, more = leases.claim_due(now, 20, per_endpoint=32)
+    expected = list(Delivery.objects.order_by("next_attempt_at", "id").values_list("id", flat=True)[:20])
+    assert sorted(d.id for d in claimed) == sorted(expected) and more
+
+
+def test_every_owner_gets_its_turn_when_there_are_more_owners_than_slots(django_user_model, redis_conn,
+                                                                         monkeypatch):
+    monkeypatch.setattr(due_work, "SHARES_PER_CLAIM", 3)
+    owners = [owner_with(django_user_model, f"o{n}", 1) for n in range(7)]
+    for _, topic in owners:
+        message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(3)])
+    now = timezone.now() + timedelta(seconds=1)
+    served = set()
+    for _ in range(7):
+        claimed, _ = leases.claim_due(now, 2, per_endpoint=32)
+        served |= {d.owner_id for d in claimed}
+    assert served == {user.id for user, _ in owners}
+
+
+def test_the_owners_are_found_by_index_probes_not_by_reading_the_rows(django_user_model, redis_conn):
+    alice, flood = owner_with(django_user_model, "alice", 1)
+    message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(100)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE herald_delivery_delivery")
+    due_work.shares_with_due_work(timezone.now())  # warm
+    plan = "\n".join(row[0] for row in _explain(timezone.now()))
+    assert "delivery_pending_share_due" in plan, plan
+
+
+def _explain(now):
+    table = Delivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")  # a 100-row table would be read whole anyway
+        cursor.execute(f"""EXPLAIN SELECT owner_id, COALESCE(tenant_id, 0) FROM {table}
+                           WHERE status = 'pending' AND (owner_id, COALESCE(tenant_id, 0)) > (0, 0)
+                           ORDER BY owner_id, COALESCE(tenant_id, 0), next_attempt_at LIMIT 1""")
+        rows = cursor.fetchall()
+        cursor.execute("SET enable_seqscan = on")
+    return rows
+
+
+def test_the_lease_and_the_write_back_find_their_rows_by_key_whatever_the_statistics(django_user_model, redis_conn):
+    """Among many finished rows the statistics see almost no pending or in-flight ones; the planner then read the
+    partial index of every due (or in-flight) row to find the few a statement was after: a cost that grew with the
+    backlog. The lease and the write-back must probe the primary key, the look for shares with due rows the share
+    index, and the lease the places where the claim's read found its rows."""
+    alice, topic = owner_with(django_user_model, "alice", 1)
+    subscription = topic.subscriptions.get()
+    with connection.cursor() as cursor:
+        cursor.execute("""INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type,
+                              subject, attributes, published_at, request_fingerprint, fanout_pending, fanout_skipped,
+                              broadcast)
+                          SELECT gen_random_uuid(), %s, '1', false, 'old', '', '{}', now(), '', false, '{}', false
+                          FROM generate_series(1, 20000)""", [topic.id])
+        cursor.execute("""INSERT INTO herald_delivery_delivery (message_id, subscription_id, endpoint_id, owner_id,
+                              status, attempt_count, dead_letter_reason, budget_attempts, created_at, finished_at)
+                          SELECT id, %s, %s, %s, 'succeeded', 1, '', 0, now(), now()
+                          FROM herald_delivery_message WHERE event_type = 'old'""",
+                       [subscription.id, subscription.endpoint_id, alice.id])
+        cursor.execute("ANALYZE herald_delivery_delivery")
+    message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(100)])
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        if sql.lstrip().startswith(("UPDATE", "WITH RECURSIVE")):
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    now = timezone.now() + timedelta(seconds=1)
+    with connection.execute_wrapper(capture):
+        claimed, _ = leases.claim_due(now, 64, per_endpoint=64)
+        leases.write_back(claimed, {d.id: {"attempt_count": 1} for d in claimed})
+    assert len(claimed) == 64 and len(statements) == 3  # which shares have due rows, the lease, the write-back
+    for sql, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "delivery_pending_due" not in plan and "delivery_lease" not in plan, plan
+        if sql.lstrip().startswith("WITH"):
+            by_key = "delivery_pending_share_due"
+        elif "ctid = ANY" in sql:  # the lease goes where the claim's read found its rows
+            by_key = "Tid Scan"
+        else:
+            by_key = "herald_delivery_delivery_pkey"
+        assert by_key in plan, plan
+
+
+def test_a_claim_cut_off_after_its_lease_leaves_its_rows_pending(django_user_model, redis_conn, monkeypatch):
+    """The database (or PgBouncer) goes away between the lease and the loads: nothing was sent, so nothing may stay
+    in flight under a lease nobody holds (the reconciler would count a lost try and wait a retry delay)."""
+    from django.db import OperationalError
+
+    from subscriptions.models import Endpoint
+
+    topic, _ = topic_create(owner=django_user_model.objects.create(username="cut"), name="t")
+    subscription_create(topic=topic, endpoint="http://127.0.0.1:9/cut")
+    Delivery.objects.all().delete()
+    message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(3)])
+    Delivery.objects.update(status="pending", next_attempt_at=timezone.now() - timedelta(seconds=1))
+
+    def gone(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(Endpoint.objects, "in_bulk", gone)
+    with pytest.raises(OperationalError):
+        leases.claim_due(timezone.now(), 10, per_endpoint=10)
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"pending"}
+    monkeypatch.undo()
+    claimed, _ = leases.claim_due(timezone.now(), 10, per_endpoint=10)
+    assert len(claimed) == 3 and {d.status for d in claimed} == {"in_flight"}
+
+
+def endpoints_of(user, *names: str) -> dict:
+    """A topic per name, each with its own endpoint; {name: (topic, endpoint id)}."""
+    made = {}
+    for name in names:
+        topic, _ = topic_create(owner=user, name=name)
+        subscription, _ = subscription_create(topic=topic, endpoint=f"http://127.0.0.1:9/{user.username}/{name}")
+        made[name] = (topic, subscription.endpoint_id)
+    return made
+
+
+def test_an_endpoint_without_room_is_passed_over_not_read(django_user_model, redis_conn):
+    """One owner, two endpoints: the first's 300 due rows are older than the second's one, and the first has no
+    room. The claim takes the second's row, and its queries do not read the first's backlog to get there (they
+    read it all, filtered, before)."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "busy", "quiet")
+    message_publish_batch(topic=made["busy"][0], entries=[Entry(payload=n) for n in range(300)])
+    message_publish_batch(topic=made["quiet"][0], entries=[Entry(payload="q")])
+    busy, quiet = made["busy"][1], made["quiet"][1]
+    now = timezone.now() + timedelta(seconds=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE herald_delivery_delivery")
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        rows, more = due_work.due_in_turn(now, 8, 4, Counter({busy: 4}))
+    assert {row[1] for row in rows} == {quiet}
+    read = 0
+    for sql, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            read += _rows_read(cursor.fetchone()[0][0]["Plan"])
+    assert read < 20, read  # a few probes, not 300 rows
+
+    claimed, _ = leases.claim_due(now, 8, per_endpoint=4, in_flight=Counter({busy: 4}))
+    assert [d.endpoint_id for d in claimed] == [quiet]
+
+
+def _rows_read(node: dict) -> int:
+    """Rows the scans of `node` and below produced or filtered out, over all their loops."""
+    own = 0
+    if "Scan" in node["Node Type"] and node["Node Type"] not in ("CTE Scan", "WorkTable Scan", "Function Scan"):
+        own = (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get("Actual Loops", 1)
+    return own + sum(_rows_read(child) for child in node.get("Plans", []))
+
+
+def test_a_claim_reads_what_its_endpoints_have_room_for(django_user_model, redis_conn):
+    """An endpoint with room for 6 more: a claim of 64 slots reads 6 of its 100 due rows (it read 256 to take
+    them), oldest first."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "one")
+    message_publish_batch(topic=made["one"][0], entries=[Entry(payload=n) for n in range(100)])
+    endpoint = made["one"][1]
+    now = timezone.now() + timedelta(seconds=1)
+    rows, more = due_work.due_in_turn(now, 64, 10, Counter({endpoint: 4}))
+    oldest = list(Delivery.objects.order_by("next_attempt_at", "id").values_list("id", flat=True)[:6])
+    assert [row[0] for row in rows] == oldest and more
+
+
+def test_an_owners_endpoints_take_turns_and_one_alone_gets_every_slot(django_user_model, redis_conn):
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, *[f"e{n}" for n in range(6)])
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=n) for n in range(10)])
+    now = timezone.now() + timedelta(seconds=1)
+    served = []
+    for _ in range(2):  # 3 slots a claim: each endpoint's turn comes
+        claimed, more = leases.claim_due(now, 3, per_endpoint=32)
+        assert len({d.endpoint_id for d in claimed}) == 3 and more
+        served += [d.endpoint_id for d in claimed]
+    assert set(served) == {endpoint for _, endpoint in made.values()}
+
+    bob = django_user_model.objects.create_user("bob")
+    bobs = endpoints_of(bob, "little", "much")
+    message_publish_batch(topic=bobs["little"][0], entries=[Entry(payload="one")])
+    message_publish_batch(topic=bobs["much"][0], entries=[Entry(payload=n) for n in range(50)])
+    Delivery.objects.filter(owner=alice).delete()
+    claimed, more = leases.claim_due(now + timedelta(seconds=1), 20, per_endpoint=32)
+    # Split evenly first (10 each), what the first endpoint could not use goes to the one that had more.
+    assert Counter(d.endpoint_id for d in claimed) == {bobs["little"][1]: 1, bobs["much"][1]: 19} and more
+
+
+def test_endpoints_due_later_delay_but_never_hide_one_due_now(django_user_model, redis_conn, monkeypatch):
+    """A claim probes a bounded number of endpoints; six whose rows are all due in an hour stand before the one
+    due now. Each claim goes on from where the last one stopped, so the due one is reached (starting again from
+    the first endpoint every time, it never was)."""
+    monkeypatch.setattr(due_work, "ENDPOINTS_SCANNED_PER_WANTED", 2)
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, *[f"later{n}" for n in range(6)], "now")
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=1)])
+    now = timezone.now() + timedelta(seconds=1)
+    Delivery.objects.exclude(endpoint_id=made["now"][1]).update(next_attempt_at=now + timedelta(hours=1))
+    claimed = []
+    for _ in range(4):  # two endpoints probed per claim of one slot: the fourth claim reaches it
+        taken, more = leases.claim_due(now, 1, per_endpoint=32)
+        claimed += taken
+        assert more or claimed
+    assert [d.endpoint_id for d in claimed] == [made["now"][1]]
+
+
+def test_a_held_row_with_no_due_time_does_not_end_the_look_at_endpoints(django_user_model, redis_conn):
+    """A paused subscription's rows stay pending with no due time. The endpoint holding one comes first in the
+    walk; the endpoint after it, with a row due now, must still be found (the missing due time made the walk's
+    count NULL, and the walk stopped there)."""
+    alice = django_user_model.objects.create_user("alice")
+    made = endpoints_of(alice, "held", "due")
+    for topic, _ in made.values():
+        message_publish_batch(topic=topic, entries=[Entry(payload=1)])
+    Delivery.objects.filter(endpoint_id=made["held"][1]).update(next_attempt_at=None)
+    claimed, _ = leases.claim_due(timezone.now() + timedelta(seconds=1), 8, per_endpoint=32)
+    assert [d.endpoint_id for d in claimed] == [made["due"][1]]
+
+
+def test_a_share_holding_its_room_of_the_slots_gets_nothing_more_and_a_fresh_share_finds_a_slot(
+        django_user_model, redis_conn):
+    """Send slots in shares (rules/send_shares.py): Alice's sends hold all but the reserve of the process's slots
+    (they are waiting on endpoints that do not answer); Bob's fresh delivery is claimed, none of Alice's."""
+    alice, flood = owner_with(django_user_model, "alice", 20)
+    bob, quiet = owner_with(django_user_model, "bob", 1)
+    message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(20)])
+    message_publish_batch(topic=quiet, entries=[Entry(payload="bob")])
+    now = timezone.now() + timedelta(seconds=1)
+
+    claimed, more = leases.claim_due(now, 64, per_endpoint=32, shares=(Counter({(alice.id, 0): 448}), 512))
+
+    assert [d.owner_id for d in claimed] == [bob.id] and more
+    alone, _ = leases.claim_due(now, 64, per_endpoint=32, shares=(Counter({(alice.id, 0): 440}), 512))
+    assert len(alone) == 8  # without Bob wanting any, Alice may fill up to all but the reserve

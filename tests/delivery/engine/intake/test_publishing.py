@@ -1,0 +1,96 @@
+"""POST /api/topics/{id}/publish-batch/ and `message_publish_batch`: up to 100 messages per request, each entry
+validated and answered on its own, idempotency per entry, one pump for the lot."""
+
+import django_rq
+import pytest
+
+from delivery.engine.intake.publishing import Entry, message_publish_batch
+from delivery.models import Delivery, Message
+from delivery.web.api.throttling import PublishRateThrottle
+from subscriptions.models import Topic
+from tests.conftest import subscribe
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def batch(api, topic, entries):
+    return api.post(f"/api/topics/{topic['id']}/publish-batch/", {"entries": entries}, format="json")
+
+
+def test_valid_entries_are_published_and_each_bad_one_is_answered_alone(api, receiver, run_worker, settings):
+    settings.HERALD_MAX_PAYLOAD_BYTES = 1000
+    topic, _ = subscribe(api, receiver)
+    response = batch(api, topic, [
+        {"id": "a", "payload": {"n": 1}},
+        {"id": "b", "message": "plain text", "event_type": "order.created", "attributes": {"region": "eu"}},
+        {"id": "c"},  # neither payload nor message
+        {"id": "d", "payload": "x" * 2000},  # over the payload limit
+        {"id": "e", "payload": {"n": 5}, "attributes": {"bad": {"nested": 1}}},
+    ])
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert [(s["id"], s["deliveries"], s["duplicate"]) for s in body["successful"]] == [
+        ("a", 1, False), ("b", 1, False)]
+    failed = {f["id"]: f for f in body["failed"]}
+    assert (failed["c"]["status"], list(failed["c"]["errors"])) == (400, ["payload"])
+    assert failed["d"]["status"] == 413 and "limit" in str(failed["d"]["errors"])
+    assert failed["e"]["status"] == 400 and "attributes" in failed["e"]["errors"]
+    assert Message.objects.count() == 2 and Delivery.objects.count() == 2
+    assert django_rq.get_queue("deliveries").count == 1  # one pump for the whole batch
+
+    run_worker()
+
+    received = receiver.wait_for(2)
+    assert sorted(r.headers["webhook-id"] for r in received) == sorted(s["message_id"] for s in body["successful"])
+    text = next(r for r in received if r.json()["type"] == "order.created")
+    assert text.json()["data"] == "plain text"
+
+
+def test_a_malformed_batch_is_refused_whole(api, receiver):
+    topic, _ = subscribe(api, receiver)
+    repeated = batch(api, topic, [{"id": "x", "payload": 1}, {"id": "x", "payload": 2}])
+    assert repeated.status_code == 400 and "repeated: x" in repeated.json()["entries"][0]
+    too_many = batch(api, topic, [{"id": str(n), "payload": n} for n in range(101)])
+    assert too_many.status_code == 400 and "entries" in too_many.json()
+    empty = batch(api, topic, [])
+    assert empty.status_code == 400 and "entries" in empty.json()
+    assert Message.objects.count() == 0
+
+
+def test_idempotency_keys_apply_per_entry(api, receiver):
+    topic, _ = subscribe(api, receiver)
+    entries = [{"id": "1", "payload": 1, "idempotency_key": "k-1"}, {"id": "2", "payload": 2}]
+    first = batch(api, topic, entries).json()
+    again = batch(api, topic, entries).json()
+
+    assert [s["duplicate"] for s in first["successful"]] == [False, False]
+    assert [s["duplicate"] for s in again["successful"]] == [True, False]  # the keyed one is the same message
+    assert again["successful"][0]["message_id"] == first["successful"][0]["message_id"]
+    assert Message.objects.count() == 3
+
+
+def test_another_owners_topic_is_not_found(api, other_api, receiver):
+    topic, _ = subscribe(api, receiver)
+    assert batch(other_api, topic, [{"id": "a", "payload": 1}]).status_code == 404
+    assert Message.objects.count() == 0
+
+
+def test_the_python_api_publishes_in_order_with_filters_applied(api, receiver):
+    topic, _ = subscribe(api, receiver, filter_policy={"region": ["eu"]})
+    results = message_publish_batch(topic=Topic.objects.get(id=topic["id"]), entries=[
+        Entry(payload=1, attributes={"region": "eu"}), Entry(payload=2, attributes={"region": "us"}),
+        Entry(payload=3, attributes={"region": "eu"}, idempotency_key="once")])
+
+    assert [(message.payload, count, created) for message, count, created in results] == [
+        (1, 1, True), (2, 0, True), (3, 1, True)]
+    assert sorted(Delivery.objects.values_list("message__payload", flat=True)) == [1, 3]
+
+
+def test_a_batch_counts_its_entries_against_the_publish_rate(api, receiver, monkeypatch):
+    monkeypatch.setattr(PublishRateThrottle, "rate", "5/min")
+    topic, _ = subscribe(api, receiver)
+    assert batch(api, topic, [{"id": str(n), "payload": n} for n in range(4)]).status_code == 200
+    limited = batch(api, topic, [{"id": str(n), "payload": n} for n in range(2)])
+    assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
+    assert Message.objects.count() == 4

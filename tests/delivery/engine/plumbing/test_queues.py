@@ -1,0 +1,67 @@
+"""Asking for pumps and waking the scheduler (engine/plumbing/queues.py, wakeup.py) on their own, against a real
+Redis: one pump waits per queue however many ask, a started pump lets the next ask queue another, a wake-up is one
+element however many wake, and a lost Redis costs a log line, not an exception."""
+
+from datetime import timedelta
+
+import pytest
+import redis
+from django.utils import timezone
+
+from delivery.engine.plumbing import queues, redis_link, wakeup
+from delivery.engine.scheduler import dispatch
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_one_pump_waits_per_queue_however_many_ask(redis_conn):
+    asked = [queues.want_pump("deliveries") for _ in range(20)]
+    assert asked.count(True) == 1
+    assert redis_link.queue("deliveries").count == 1
+    sequence = queues.work_sequence("deliveries")
+    assert sequence == 20  # every ask tells running pumps that work came
+    queues.pump_started("deliveries")
+    assert queues.want_pump("deliveries") is True  # the waiting one started: the next ask queues another
+    assert queues.want_pump("retries") is True  # each queue has its own
+
+
+def test_a_wake_up_is_one_element_however_many_wake(redis_conn):
+    for _ in range(5):
+        wakeup.wake_scheduler()
+    assert redis_conn.llen(wakeup.WAKE_KEY) == 1
+    dispatch.sleep_until_due(5)  # woken at once: the element is there
+    assert redis_conn.llen(wakeup.WAKE_KEY) == 0
+
+
+def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_conn):
+    gone = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    monkeypatch.setattr(redis_link, "connection", lambda name: gone)
+    monkeypatch.setattr(redis_link, "queue", lambda name: type("Q", (), {"connection": gone})())
+    assert queues.want_pump("deliveries") is False
+    wakeup.wake_scheduler()
+    assert queues.work_sequence("deliveries") == -1
+    assert "waiting for Redis" in caplog.text or "could not" in caplog.text
+
+
+def test_a_retry_that_fell_due_during_the_tick_ends_the_schedulers_sleep_at_once(user, redis_conn, monkeypatch):
+    """A retry due between the tick's dispatch and its sleep was dispatched by nobody: sleeping until the next
+    retry due after *now* (or the whole interval) would send it a tick late."""
+    from delivery.engine.accounts.subscribing import subscription_create, topic_create
+    from delivery.engine.intake.publishing import message_publish
+    from delivery.models import Delivery
+
+    topic, _ = topic_create(owner=user, name="late")
+    subscription_create(topic=topic, endpoint="http://127.0.0.1:9/hook")
+    message_publish(topic=topic, payload={})
+    now = timezone.now()
+    Delivery.objects.update(next_attempt_at=now - timedelta(milliseconds=50))  # fell due after the dispatch
+    slept = []
+    monkeypatch.setattr(dispatch.time, "sleep", slept.append)
+    blocking = type("Redis", (), {"blpop": lambda self, keys, timeout: slept.append(timeout)})()
+    monkeypatch.setattr(dispatch, "redis", lambda: blocking)
+
+    dispatch.sleep_until_due(1.0, dispatched_at=now - timedelta(milliseconds=100))
+    assert slept == []  # back at once: the next tick dispatches it
+
+    dispatch.sleep_until_due(1.0, dispatched_at=now)  # dispatched already: the pumps' business
+    assert slept and max(slept) > 0.5

@@ -1,0 +1,140 @@
+"""The pump (engine/sending/pump.py) on its own: a fake transport answers in place of the network, and the clock
+is passed in, so what is claimed, how many go to one endpoint at once, what is recorded at which time and when the
+pump stops are all checked exactly. (The real transport and real receivers are tests/delivery/test_throughput.py's
+and the end-to-end tests'.)"""
+
+import time
+from collections import Counter
+from concurrent.futures import Future
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
+from delivery.engine.intake.publishing import message_publish
+from delivery.engine.sending import pump
+from delivery.models import Attempt, Delivery
+from delivery.transport.sender import SendResult
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CLOCK = timezone.now() + timedelta(minutes=5)  # the pump's "now": later than every publish of the test
+
+
+class FakeTransport:
+    """Answers `status` for each request, when the test says so (`answer`), or at once with `instant`; notes the
+    most requests one endpoint had in flight together."""
+
+    def __init__(self, *, status=200, instant=True, max_in_flight=256):
+        self.status, self.instant, self.max_in_flight = status, instant, max_in_flight
+        self.open: list[tuple[object, Future]] = []
+        self.shares: dict = {}  # future -> share
+        self.sent: list = []
+        self.busiest: Counter = Counter()
+        self._now: Counter = Counter()
+
+    @property
+    def pending(self) -> int:
+        return len(self.open)
+
+    active = pending  # nothing stalls here
+
+    def active_by_share(self) -> Counter:
+        return Counter(self.shares[future] for _, future in self.open)
+
+    def submit(self, request, *, timeout, key=None, share=None, start_by=None) -> Future:
+        future = Future()
+        self.shares[future] = share
+        self.sent.append((key, request))
+        self._now[key] += 1
+        self.busiest[key] = max(self.busiest[key], self._now[key])
+        self.open.append((key, future))
+        if self.instant:
+            self.answer()
+        return future
+
+    def answer(self, key=None) -> None:
+        """Answer every open request (of endpoint `key`, if given)."""
+        for item in [(k, f) for k, f in self.open if key is None or k == key]:
+            self.open.remove(item)
+            self._now[item[0]] -= 1
+            item[1].set_result(SendResult(status=self.status, duration_ms=3, started_at=time.time()))
+
+
+def subscribe(user, name, url):
+    topic, _ = topic_create(owner=user, name=name)
+    subscription, _ = subscription_create(topic=topic, endpoint=url)
+    return topic, subscription
+
+
+def test_it_delivers_everything_due_and_stops_when_nothing_is(user, redis_conn):
+    topic, _ = subscribe(user, "pumped", "http://127.0.0.1:9/a")
+    for n in range(150):
+        message_publish(topic=topic, payload={"n": n})
+    transport = FakeTransport()
+
+    sent = pump.run("deliveries", transport=transport, clock=lambda: CLOCK)
+
+    assert sent == 150 and len(transport.sent) == 150
+    assert set(Delivery.objects.values_list("status", "attempt_count")) == {("succeeded", 1)}
+    assert set(Delivery.objects.values_list("delivered_at", flat=True)) != {CLOCK}  # the answer's time, not ours
+    assert Attempt.objects.filter(outcome="success").count() == 150
+
+
+def test_one_endpoint_never_has_more_than_its_share_in_flight(user, redis_conn, settings):
+    settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT = 4
+    slow_topic, slow = subscribe(user, "slow", "http://127.0.0.1:9/slow")
+    fast_topic, fast = subscribe(user, "fast", "http://127.0.0.1:9/fast")
+    for n in range(20):
+        message_publish(topic=slow_topic, payload={"n": n})
+        message_publish(topic=fast_topic, payload={"n": n})
+
+    class SlowOne(FakeTransport):
+        def submit(self, request, *, timeout, key=None, share=None, start_by=None):
+            future = super().submit(request, timeout=timeout, key=key, share=share, start_by=start_by)
+            if key == fast.endpoint_id:
+                self.answer(fast.endpoint_id)
+            elif self._now[slow.endpoint_id] >= 4:  # the slow endpoint answers only once its four are waiting
+                self.answer(slow.endpoint_id)
+            return future
+
+    transport = SlowOne(instant=False)
+    assert pump.run("deliveries", transport=transport, clock=lambda: CLOCK) == 40
+    assert transport.busiest[slow.endpoint_id] == 4
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_rows_not_due_at_its_clock_are_left_alone(user, redis_conn):
+    topic, _ = subscribe(user, "later", "http://127.0.0.1:9/a")
+    for n in range(3):
+        message_publish(topic=topic, payload={"n": n})
+    Delivery.objects.update(next_attempt_at=CLOCK + timedelta(seconds=1))
+    transport = FakeTransport()
+    assert pump.run("deliveries", transport=transport, clock=lambda: CLOCK) == 0
+    assert transport.sent == [] and set(Delivery.objects.values_list("status", flat=True)) == {"pending"}
+
+
+def test_a_failed_answer_is_scheduled_by_the_policy_from_the_answer(user, redis_conn):
+    topic, _ = topic_create(owner=user, name="failing")
+    subscription_create(topic=topic, endpoint="http://127.0.0.1:9/a",
+                        delivery_policy={"retrySchedule": {"delays": [30]}, "retryLimits": {"maxAttempts": 3}})
+    message_publish(topic=topic, payload={})
+    transport, now = FakeTransport(status=503), timezone.now()
+
+    assert pump.run("deliveries", transport=transport, clock=lambda: now) == 1  # the retry is not due at `now`
+
+    row = Delivery.objects.get()
+    assert (row.status, row.attempt_count) == ("pending", 1)
+    retry_in = (row.next_attempt_at - row.last_attempt_at).total_seconds()
+    assert 30 * 0.8 <= retry_in <= 30 * 1.2  # the policy's delay (with its jitter), counted from the answer
+
+
+def test_a_stopping_worker_claims_nothing(user, redis_conn):
+    topic, _ = subscribe(user, "stopping", "http://127.0.0.1:9/a")
+    message_publish(topic=topic, payload={})
+    pump.stopping.set()
+    try:
+        assert pump.run("deliveries", transport=FakeTransport(), clock=lambda: CLOCK) == 0
+    finally:
+        pump.stopping.clear()
+    assert Delivery.objects.get().status == "pending"

@@ -1,0 +1,191 @@
+"""Endpoint health through real workers, the real scheduler and a real receiver."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from delivery.engine.scheduler import dispatch
+from delivery.engine.state import health
+from delivery.models import Attempt, Delivery
+from subscriptions.models import Endpoint, EndpointTransition
+from tests.conftest import publish, subscribe, wait_until
+from tests.receiver import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+LOW_THRESHOLDS = {"HERALD_DISABLE_MIN_ATTEMPTS": 3, "HERALD_DISABLE_FAILURE_RATE": 0.5,
+                  "HERALD_PROBE_INTERVAL_SECONDS": 2}
+KEEP_TRYING = {"retrySchedule": {"delays": [0.3], "repeatLast": True}, "retryLimits": {"maxAgeSeconds": 300}}
+
+
+
+
+def test_concurrent_failures_are_all_counted(api, receiver, processes):
+    receiver.script = [Reply(status=500, delay=0.01)]
+    topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [1]},
+                                                    "retryLimits": {"maxAttempts": 1}})
+    processes.worker(HERALD_MAX_IN_FLIGHT_PER_ENDPOINT=2)  # small claims, so both workers fail at the same moments
+    processes.worker(HERALD_MAX_IN_FLIGHT_PER_ENDPOINT=2)
+    processes.cron()
+    for n in range(40):
+        publish(api, topic, n)
+
+    wait_until(lambda: Delivery.objects.filter(status="dead_lettered").count() == 40, timeout=40)
+    # a worker writes its rows, then (in a transaction of its own) its endpoint's counters: wait for those too
+    endpoint_id = subscription["endpoint_id"]
+    wait_until(lambda: Endpoint.objects.get(id=endpoint_id).window_attempts >= 40, timeout=20)
+
+    assert len({a.number for a in Attempt.objects.all()}) == 1 and Attempt.objects.count() == 40
+    endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
+    assert endpoint.consecutive_failures == 40, sorted(Attempt.objects.values_list("error_class", flat=True))
+    assert endpoint.window_attempts == 40 and endpoint.window_failures == 40
+    assert health.window_totals(endpoint.id, endpoint.last_failure_at) == (40, 40)
+    assert endpoint.state == "active"  # the default thresholds are far away
+
+
+def test_failing_endpoint_is_disabled_probed_once_per_interval_and_recovers(api, receiver, processes, settings):
+    healthy = threading.Event()
+    receiver.script = lambda request: Reply(status=200 if healthy.is_set() else 500)
+    topic, subscription = subscribe(api, receiver, KEEP_TRYING, name="health")
+    processes.worker(**LOW_THRESHOLDS)
+    processes.cron(**LOW_THRESHOLDS)
+    for n in range(6):
+        publish(api, topic, n)
+
+    endpoint_id = subscription["endpoint_id"]
+    wait_until(lambda: Endpoint.objects.get(id=endpoint_id).state == "disabled", timeout=20)
+    disabled_at = time.time()
+    attempts_when_disabled = len(receiver.requests)
+    wait_until(lambda: len(receiver.requests) >= attempts_when_disabled + 3, timeout=15)  # three probes
+    probes = [r.at for r in receiver.requests[attempts_when_disabled:]]
+    assert len(probes) >= 3, probes
+    gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
+    assert all(gap >= 2.0 for gap in gaps), gaps
+    disabled_moment = Endpoint.objects.get(id=endpoint_id).state_changed_at.timestamp()
+    assert probes[0] >= disabled_moment + 2.0  # the first probe waits a whole interval
+    assert set(Attempt.objects.filter(number__gt=1, queue="probe").values_list("outcome", flat=True)) == {
+        "retryable_failure"}
+
+    healthy.set()
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 6, timeout=20)
+    delivered = {r.json()["data"] for r in receiver.requests if r.at > disabled_at and healthy.is_set()}
+    assert delivered <= set(range(6))
+    states = list(EndpointTransition.objects.filter(endpoint_id=endpoint_id).order_by("at", "id")
+                  .values_list("from_state", "to_state"))
+    assert states == [("active", "disabled"), ("disabled", "active")]
+    detail = api.get(f"/api/endpoints/{endpoint_id}/").json()
+    assert detail["state"] == "active"
+    assert [t["to_state"] for t in detail["transitions"]] == ["active", "disabled"]
+
+
+def test_frozen_endpoint_receives_nothing_until_enabled_through_the_api(api, receiver, processes):
+    receiver.script = [Reply(status=410), Reply(status=200)]
+    topic, subscription = subscribe(api, receiver, KEEP_TRYING, name="health")
+    processes.worker()
+    processes.cron()
+    publish(api, topic, "gone")
+    endpoint_id = subscription["endpoint_id"]
+    wait_until(lambda: Endpoint.objects.get(id=endpoint_id).state == "frozen", timeout=20)
+    assert Delivery.objects.get().dead_letter_reason == "permanent_failure"
+
+    for n in range(3):
+        publish(api, topic, n)
+    held = Delivery.objects.filter(status="pending", next_attempt_at__isnull=True)
+    wait_until(lambda: held.count() == 3)  # each was claimed by a worker and held, not sent
+    assert len(receiver.requests) == 1  # nothing reached the frozen endpoint
+    assert Attempt.objects.count() == 1  # holding spends no attempt
+
+    enabled = api.post(f"/api/endpoints/{endpoint_id}/enable/")
+    assert enabled.status_code == 200 and enabled.json()["state"] == "active"
+    assert enabled.json()["transitions"][0]["reason"] == "enabled by hand"
+    assert enabled.json()["transitions"][0]["actor"] == "alice"
+
+    requests = receiver.wait_for(4, timeout=20)
+    assert sorted(r.json()["data"] for r in requests[1:]) == [0, 1, 2]
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 3)
+
+
+def test_enable_is_owner_only(api, other_api, receiver):
+    _, subscription = subscribe(api, receiver, None)
+    assert other_api.post(f"/api/endpoints/{subscription['endpoint_id']}/enable/").status_code == 404
+
+
+def test_held_deliveries_keep_their_time_to_live(api, receiver, run_worker):
+    """The time-to-live runs from the publish, whatever the machine's load: the test passes the time."""
+    topic, subscription = subscribe(api, receiver, {"retrySchedule": {"delays": [1]},
+                                                    "retryLimits": {"maxAgeSeconds": 60}})
+    endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
+    health.endpoint_freeze(endpoint=endpoint)
+    publish(api, topic, 1)
+    run_worker()
+    held = Delivery.objects.select_related("message").get()
+    assert held.next_attempt_at is None  # held, not sent
+
+    published = held.message.published_at
+    assert dispatch.expire_held(published + timedelta(seconds=59)) == 0
+    assert dispatch.expire_held(published + timedelta(seconds=61)) == 1
+
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.dead_letter_reason, delivery.attempt_count) == ("dead_lettered",
+                                                                                       "endpoint_frozen", 0)
+    assert receiver.requests == []
+
+
+def test_admin_actions_call_the_services(admin_client, api, receiver):
+    _, subscription = subscribe(api, receiver, None)
+    endpoint_id = subscription["endpoint_id"]
+    url = "/admin/herald_subscriptions/endpoint/"
+    for action, state in [("freeze", "frozen"), ("enable", "active"), ("disable", "disabled"), ("enable", "active")]:
+        response = admin_client.post(url, {"action": action, "_selected_action": [endpoint_id]})
+        assert response.status_code == 302
+        assert Endpoint.objects.get(id=endpoint_id).state == state
+    assert EndpointTransition.objects.filter(endpoint_id=endpoint_id).count() == 4
+    page = admin_client.get(f"{url}{endpoint_id}/change/").content.decode()
+    assert "frozen by hand" in page and "enabled by hand" in page
+
+
+def test_the_rate_window_rolls_bucket_by_bucket(api, receiver, settings):
+    settings.HERALD_RATE_WINDOW_SECONDS = 240  # 24 buckets of 10 s
+    _, subscription = subscribe(api, receiver, None)
+    endpoint_id = subscription["endpoint_id"]
+    start = timezone.now()
+    health.record_results(endpoint_id, [False, False], start)
+    health.record_results(endpoint_id, [True], start + timedelta(seconds=120))
+
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=125)) == (3, 2)
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=245)) == (1, 0)  # the first bucket left
+    assert health.window_totals(endpoint_id, start + timedelta(seconds=365)) == (0, 0)
+
+
+def test_concurrent_write_backs_of_failures_count_exactly(api, receiver):
+    """Eight workers' write-backs of failures to one endpoint at once, fifty each: every count is there, in the
+    consecutive failures and in the window (an evaluation reading the window's totals could write them back over a
+    count that came in meanwhile)."""
+    _, subscription = subscribe(api, receiver, None)
+    endpoint_id = subscription["endpoint_id"]
+    start = threading.Barrier(8)
+    errors = []
+
+    def worker():
+        try:
+            start.wait()
+            for _ in range(50):
+                health.record_results(endpoint_id, [False], timezone.now())
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    endpoint = Endpoint.objects.get(id=endpoint_id)
+    assert (endpoint.consecutive_failures, endpoint.window_attempts, endpoint.window_failures) == (400, 400, 400)
+    assert health.window_totals(endpoint_id, timezone.now()) == (400, 400)
