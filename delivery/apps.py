@@ -1,6 +1,7 @@
 from importlib import import_module
 
 from django.apps import AppConfig
+from django.core import checks
 
 
 class DeliveryConfig(AppConfig):
@@ -15,3 +16,4 @@ class DeliveryConfig(AppConfig):
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
         import_module("delivery.engine.intake.operational").connect()
+        checks.register(import_module("delivery.checks").public_url, checks.Tags.compatibility)

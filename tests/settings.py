@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-secret-key")
 os.environ.setdefault("HERALD_REQUIRE_CONFIRMATION", "false")
+os.environ.setdefault("HERALD_PUBLIC_URL", "http://127.0.0.1:8000")
 os.environ.setdefault("HERALD_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 os.environ.setdefault("HERALD_RECONCILE_AFTER_SECONDS", "2")
 os.environ.setdefault("HERALD_LEASE_MARGIN_SECONDS", "2")

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from django.contrib.auth.models import Group
+from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.test import Client
@@ -276,3 +277,14 @@ def test_settings_have_defaults_and_read_the_environment(settings):
         parse("MAX_IN_FLIGHT", "many")
     with pytest.raises(ImproperlyConfigured, match="must be true or false"):
         parse("REQUIRE_CONFIRMATION", "maybe")
+
+
+def test_a_deployment_without_a_public_url_is_warned(settings):
+    settings.DEBUG = False
+    del settings.HERALD_PUBLIC_URL
+    assert [message.id for message in run_checks() if message.id.startswith("herald.")] == ["herald.W001"]
+    settings.HERALD_PUBLIC_URL = "https://webhooks.shop.example"
+    assert not [message for message in run_checks() if message.id.startswith("herald.")]
+    del settings.HERALD_PUBLIC_URL
+    settings.DEBUG = True  # a local run: the default is right
+    assert not [message for message in run_checks() if message.id.startswith("herald.")]

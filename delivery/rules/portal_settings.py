@@ -3,10 +3,11 @@
 `frame_ancestors` goes into every portal answer's Content-Security-Policy header, so it is a list of plain origins
 (or `'self'`), each matched whole (`fullmatch`: a regex's `$` also matches before a final line break) and free of
 control characters (rules/header_text.py). `colour` goes into the pages' style sheet, so it is `#rrggbb` and
-nothing else. `refresh_url` goes into a `Location` header when a link has expired, so it is an absolute http(s)
-URL without credentials or control characters. The API, the admin's form and `tenancy.portal_update` ask
-`problems`; the portal reads stored values through `csp_frame_ancestors`, `brand_colour` and `refresh_url`, which
-skip what these rules would refuse, so settings stored before a rule existed never break a page.
+nothing else. `refresh_url` goes into a `Location` header when a link has expired, so it is an absolute https URL
+(http only on a loopback address, for development) without credentials or control characters. The API, the admin's
+form and `tenancy.portal_update` ask `problems`; the portal reads stored values through `csp_frame_ancestors`,
+`brand_colour` and `refresh_url`, which skip what these rules would refuse, so settings stored before a rule existed
+never break a page.
 """
 
 import re
@@ -39,6 +40,7 @@ def colour_problem(value) -> str | None:
 
 
 MAX_URL_CHARS = 2048
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def refresh_url_problem(value) -> str | None:
@@ -53,10 +55,16 @@ def refresh_url_problem(value) -> str | None:
         parts = urlsplit(value)
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
-        return "must be an absolute http(s) URL, e.g. https://app.example.com/webhooks/portal"
+    try:
+        port_ok = parts is not None and (parts.port is None or parts.port > 0)
+    except ValueError:
+        port_ok = False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or " " in value or not port_ok:
+        return "must be an absolute https URL, e.g. https://app.example.com/webhooks/portal"
     if parts.username is not None or parts.password is not None:
         return "must not carry credentials (user:password@)"
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        return "must be https (http only on this machine, for development: 127.0.0.1, localhost)"
     return None
 
 

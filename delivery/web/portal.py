@@ -27,6 +27,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from delivery.conf import herald
 from delivery.engine.accounts import recovery, subscribing, tenancy
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import publishing, replay
@@ -85,18 +86,20 @@ def _portal_of(owner_id: int) -> Portal:
 
 
 def _refused(request, refused: tenancy.LinkRefused, nonce: str):
-    """A link Herald did not sign: a plain 403 page. A genuine link that expired: off to the owner's refresh URL,
-    which issues a fresh one, or else the owner's branded page saying so."""
+    """A link Herald did not sign: a plain 403 page. A genuine link that expired: a browser opening it (GET) is sent
+    to the owner's refresh URL, which issues a fresh one, for as long again as a link may live at most (so an old
+    link is no lasting redirect on Herald's host); else the owner's branded page saying so."""
     if refused.owner_id is None:
         return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused), "nonce": nonce},
                                status=403), None, nonce)
     portal = _portal_of(refused.owner_id)
     refresh = portal_settings.refresh_url(portal.refresh_url)
-    if refresh:
+    recently = refused.expired_for is not None and refused.expired_for <= herald.PORTAL_LINK_MAX_SECONDS
+    if refresh and recently and request.method == "GET":
         return _headers(HttpResponseRedirect(refresh), portal, nonce)
     return _headers(render(request, "herald/portal/refused.html", {
-        "title": "Link expired", "reason": str(refused), "portal": portal, "nonce": nonce,
-        "brand": portal_settings.brand_colour(portal.colour)}, status=403), portal, nonce)
+        "title": "Link expired", "heading": "This link has expired", "reason": str(refused), "portal": portal,
+        "nonce": nonce, "brand": portal_settings.brand_colour(portal.colour)}, status=403), portal, nonce)
 
 
 @portal_page
@@ -109,7 +112,7 @@ def _headers(response, portal, nonce: str):
     ancestors = portal_settings.csp_frame_ancestors(portal.frame_ancestors if portal is not None else None)
     response["Content-Security-Policy"] = f"frame-ancestors {ancestors}; default-src 'self'; img-src 'self' https: " \
                                           f"data:; style-src 'self' 'unsafe-inline'; script-src 'nonce-{nonce}'; " \
-                                          f"form-action 'self'"
+                                          f"object-src 'none'; base-uri 'none'; form-action 'self'"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "no-store"
     if ancestors != "'none'":
@@ -140,9 +143,16 @@ def home(request):
     subscriptions = list(_subscriptions(request).order_by("id"))
     attention = [s for s in subscriptions if s.endpoint.state != EndpointState.ACTIVE
                  or s.status != Subscription.Status.CONFIRMED]
-    show_topic = _topics(request).count() != 1 or len({s.topic_id for s in subscriptions}) > 1
     return _page(request, "home.html", {"subscriptions": subscriptions, "attention": attention,
-                                        "show_topic": show_topic, "done": DONE.get(request.GET.get("done", ""))})
+                                        "show_topic": _show_topic(request, subscriptions),
+                                        "done": DONE.get(request.GET.get("done", ""))})
+
+
+def _show_topic(request, subscriptions) -> bool:
+    """Topics are named where they tell the tenant something: when several are open, or a subscription is on
+    another than the one open topic (one closed since). With one open topic, event types are all there is."""
+    open_topics = list(_topics(request).values_list("id", flat=True)[:2])
+    return len(open_topics) != 1 or any(s.topic_id != open_topics[0] for s in subscriptions)
 
 
 @portal_page
@@ -169,7 +179,7 @@ def subscription_new(request):
         # One open topic: the customer chooses event types (or takes all), never the topic.
         topic = topics[0] if len(topics) == 1 else next((t for t in topics if str(t.id) == form["topic"]), None)
         if topic is None:
-            errors["topic"] = "Choose which events." if topics else "There is nothing to subscribe to yet."
+            errors["topic"] = "Choose a topic." if topics else "There are no events to subscribe to yet."
         if not form["url"]:
             errors["url"] = "Enter your endpoint's URL (https://…)."
         if not errors:
@@ -181,7 +191,9 @@ def subscription_new(request):
                 errors = {name: " ".join(reasons) for name, reasons in _fields(exc).items()}
             else:
                 if secret is None:
-                    errors["url"] = "This URL already receives this topic: see it in your endpoints."
+                    errors["url"] = ("This URL already receives these events: see it in your endpoints."
+                                     if len(topics) == 1 else "This URL already receives this topic: see it in your "
+                                                              "endpoints.")
                 else:
                     return _page(request, "secret.html", {"subscription": subscription, "secret": secret,
                                                           "created": True})
@@ -205,8 +217,9 @@ def _subscription_page(request, subscription: Subscription, *, error: str = "", 
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
         "transitions": subscription.endpoint.transitions.all()[:5], "done": DONE.get(request.GET.get("done", "")),
-        "types": _catalog(request).filter(deprecated=False), "error": error, "refresh": waiting,
-        "show_topic": _topics(request).count() != 1}, status=status)
+        "types": _catalog(request).filter(deprecated=False), "error": error,
+        "refresh": waiting and not error,  # an action's refusal is answered at the action's URL, which only POSTs
+        "show_topic": _show_topic(request, [subscription])}, status=status)
 
 
 @portal_page

@@ -15,7 +15,6 @@ from rest_framework.authtoken.models import Token
 from rq import SimpleWorker
 
 import delivery
-from delivery.conf import herald
 from delivery.models import Message
 from shop import views
 from shop.models import Customer, ReceivedEvent
@@ -83,9 +82,10 @@ def test_the_shop_publishes_in_its_transactions_and_receives_through_the_helper(
     assert "/herald/api/topics/{id}/publish/" in schema["paths"]
 
 
-def test_two_customers_each_add_their_endpoint_through_a_portal_link(live_server, client):
+def test_two_customers_each_add_their_endpoint_through_a_portal_link(live_server, client, settings):
     """The shop as a small SaaS: each customer is a tenant, opens its portal from the shop's "Webhooks" page, adds
     its own endpoint (the secret shown once goes to its receiver), confirms it, and receives its own orders only."""
+    settings.HERALD_PUBLIC_URL = live_server.url  # the shop's site, as its customers' browsers reach it
     shop = get_user_model().objects.create_user("shop", password="pw-shop-1")
     api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=shop).key}")
     orders = api.post("/herald/api/topics/", {"name": "orders", "open_to_tenants": True},
@@ -95,7 +95,7 @@ def test_two_customers_each_add_their_endpoint_through_a_portal_link(live_server
         portal = client.get(f"/account/{customer.id}/webhooks/", follow=True)
         assert portal.status_code == 200 and "Your endpoints" in portal.content.decode()
         base = portal.redirect_chain[-1][0]
-        assert base.startswith(f"{herald.PUBLIC_URL}/herald/portal/")  # a full link, as the API's
+        assert base.startswith(f"{live_server.url}/herald/portal/")  # a full link, as the API's
         base = urlsplit(base).path
         hook = f"/customers/{customer.id}/hook/"
         added = client.post(f"{base}endpoints/new/", {"url": live_server.url + hook, "topic": orders["id"]})

@@ -61,6 +61,9 @@ else:
 REDIS_URL = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path="/3"))
 RQ_QUEUES = {"deliveries": {"URL": REDIS_URL}, "retries": {"URL": REDIS_URL}}
 
+# Where the shop is reached from outside: the base of confirmation and portal links (its tests override it).
+HERALD_PUBLIC_URL = "http://127.0.0.1:8000"
+
 # For this test only: the host's receiver runs on 127.0.0.1, which Herald refuses by default.
 HERALD_ALLOWED_NETWORKS = ["127.0.0.0/8"]
 # The shop publishes as this user; its topics are created on first use.

@@ -10,6 +10,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from delivery.conf import public_url
 from delivery.engine.accounts import tenancy
 from delivery.engine.claiming import leases
 from delivery.engine.intake import fanout
@@ -481,7 +482,6 @@ def test_a_portal_link_is_the_same_full_url_from_python_and_from_the_api(shop, s
 
 
 def test_the_public_url_is_put_in_front_of_a_path_once():
-    from delivery.conf import public_url
     with override_settings(HERALD_PUBLIC_URL="https://shop.example/herald"):
         assert public_url("/herald/portal/t/") == "https://shop.example/herald/portal/t/"
         assert public_url("/heraldic/x/") == "https://shop.example/herald/heraldic/x/"

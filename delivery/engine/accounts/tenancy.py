@@ -176,9 +176,9 @@ class LinkRefused(Exception):
     genuine but expired link was (its page is branded and may send the browser to the owner's refresh URL);
     None for a link Herald did not sign, which names nobody."""
 
-    def __init__(self, reason: str, owner_id: int | None = None):
+    def __init__(self, reason: str, owner_id: int | None = None, expired_for: int | None = None):
         super().__init__(reason)
-        self.owner_id = owner_id
+        self.owner_id, self.expired_for = owner_id, expired_for  # expired_for: seconds since it expired
 
 
 def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
@@ -190,9 +190,10 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
     tenant = Tenant.objects.select_related("owner").filter(id=tenant_id).first()
     if tenant is None or not tenant.owner.is_active:
         raise LinkRefused("This link is not valid.")
-    if int((now or clock.now()).timestamp()) >= expires:
+    moment = int((now or clock.now()).timestamp())
+    if moment >= expires:
         raise LinkRefused("This link has expired; open the page again from the app that gave it to you.",
-                          owner_id=tenant.owner_id)
+                          owner_id=tenant.owner_id, expired_for=moment - expires)
     return TenantAccess(tenant, bool(read_only), "portal"), expires
 
 

@@ -26,7 +26,37 @@ def raise_problems(found: dict[str, str]) -> None:
         raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
 
 
-class TopicSerializer(StrictInput, serializers.ModelSerializer):
+class OwnerTuning:
+    """A serializer mixin: a tenant's view leaves out `owner_tuning`, how the owner tunes delivery (retry policies,
+    batch sizes, retention), which its customer can neither act on nor change; a tenant sending one of them gets a
+    400 naming it. The owner's token sees and sets them all."""
+
+    owner_tuning: tuple[str, ...] = ()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        if self._by_tenant():
+            for name in self.owner_tuning:
+                fields.pop(name, None)
+        return fields
+
+    def _by_tenant(self) -> bool:
+        request = self.context.get("request")
+        return request is not None and tenancy.tenant_of(request) is not None
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and self._by_tenant():
+            tuned = [name for name in self.owner_tuning if name in data]
+            if tuned:
+                raise serializers.ValidationError({name: [
+                    "set by the owner of these webhooks (how events are delivered), not with a tenant key"]
+                    for name in tuned})
+        return super().to_internal_value(data)
+
+
+class TopicSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
+    owner_tuning = ("delivery_policy", "message_retention_days")
+
     class Meta:
         model = Topic
         fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "open_to_tenants",
@@ -94,12 +124,10 @@ class DeliveryHeadersField(serializers.JSONField):
         return delivery_headers.shown(value)
 
 
-OWNER_TUNING = ("delivery_policy", "effective_delivery_policy", "filter_policy_scope", "raw_message_delivery",
-                "max_events_per_batch", "preferred_batch_size_kb", "ordered_delivery")
-
-
-class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
+class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
     """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
+
+    owner_tuning = ("delivery_policy", "effective_delivery_policy", "max_events_per_batch", "preferred_batch_size_kb")
 
     topic = TopicField(queryset=Topic.objects.all(), help_text="The topic's id or name.")
     tenant = serializers.SlugRelatedField(slug_field="external_id", read_only=True,
@@ -159,28 +187,6 @@ class SubscriptionSerializer(StrictInput, serializers.ModelSerializer):
                   "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
-
-    def get_fields(self):
-        """A tenant's view leaves out how the owner tunes delivery (SNS's words: policies, batching, scopes), which
-        its customer can neither read in its own terms nor change."""
-        fields = super().get_fields()
-        if self._by_tenant():
-            for name in OWNER_TUNING:
-                fields.pop(name, None)
-        return fields
-
-    def _by_tenant(self) -> bool:
-        request = self.context.get("request")
-        return request is not None and tenancy.tenant_of(request) is not None
-
-    def to_internal_value(self, data):
-        if isinstance(data, Mapping) and self._by_tenant():
-            tuned = [name for name in OWNER_TUNING if name in data]
-            if tuned:
-                raise serializers.ValidationError({name: [
-                    "set by the owner of these webhooks (how events are delivered), not with a tenant key"]
-                    for name in tuned})
-        return super().to_internal_value(data)
 
     def validate(self, data):
         data = super().validate(data)

@@ -71,7 +71,8 @@ class PortalLinkSerializer(StrictInput, serializers.Serializer):
 
 
 class PortalLinkCreatedSerializer(serializers.Serializer):
-    url = serializers.CharField()
+    url = serializers.CharField(help_text="HERALD_PUBLIC_URL, then Herald's path to the portal: what "
+                                          "delivery.tenants.portal_link() returns in Python.")
     expires_at = serializers.DateTimeField()
     read_only = serializers.BooleanField()
 
@@ -199,7 +200,8 @@ class PortalSerializer(StrictInput, serializers.ModelSerializer):
 
 
 class PortalSettingsView(HeraldAPI, APIView):
-    """How your tenants' portal looks (name, logo, colour) and which of your apps may frame it."""
+    """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where a browser
+    opening an expired link is sent for a fresh one (refresh_url)."""
 
     serializer_class = PortalSerializer
 

@@ -3,6 +3,7 @@ shown once, in the message after saving; revoking is an action), a portal link f
 each owner's portal settings."""
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
@@ -85,7 +86,8 @@ class TenantAdmin(RefusedDeletesShown, admin.ModelAdmin):
     @admin.action(description="Open a read-only portal link for the selected tenant (15 minutes)")
     def portal_link(self, request, queryset):
         for tenant in queryset[:5]:
-            path = tenancy.portal_link(tenant, ttl=timedelta(minutes=15), read_only=True)
+            # On the admin's own host: the operator is here, whatever HERALD_PUBLIC_URL says tenants reach.
+            path = urlsplit(tenancy.portal_link(tenant, ttl=timedelta(minutes=15), read_only=True)).path
             self.message_user(request, format_html('{}: <a href="{}" target="_blank" rel="noreferrer">the portal, '
                                                    'read-only</a>', tenant, path), messages.SUCCESS)
 

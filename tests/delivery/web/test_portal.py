@@ -2,10 +2,14 @@
 admin alike), pages that never fail on what is stored, the portal's headers on every answer (404s too), and the
 portal's forms refusing what the API refuses, with the same reasons."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django.utils import timezone
 
+from delivery.conf import herald
 from delivery.engine.accounts import tenancy
 from subscriptions.models import Portal, Subscription, Tenant
 from tests.subscriptions.test_tenants import shop as shop_fixture
@@ -114,7 +118,9 @@ def test_replay_in_the_portal_keeps_to_the_range_it_states(shop, link, client, h
     ("https://app.alice.example/account/webhooks?tab=2", True), ("", True), ("http://127.0.0.1:8000/w", True),
     ("javascript:alert(1)", False), ("/relative/path", False), ("https://user:pw@app.alice.example/", False),
     ("https://app.alice.example/\r\nSet-Cookie: a=b", False), ("https://" + "a" * 2100 + ".example/", False),
-    (["https://app.alice.example/"], False), ("https://app.alice.example/a b", False)])
+    (["https://app.alice.example/"], False), ("https://app.alice.example/a b", False),
+    ("http://app.alice.example/w", False), ("http://169.254.169.254/latest/meta-data/", False),
+    ("https://app.alice.example:99999/", False), ("http://localhost:3000/webhooks", True)])
 def test_the_refresh_url_is_an_absolute_web_address_or_nothing(shop, value, accepted):
     response = shop["api"].patch("/api/portal/", {"refresh_url": value}, format="json")
     if accepted:
@@ -131,11 +137,8 @@ def test_the_admin_checks_the_refresh_url_as_the_api_does(admin_client, user):
     assert not Portal.objects.exists()
 
 
-def expired_link(tenant) -> str:
-    from datetime import timedelta
-
-    from django.utils import timezone
-    return tenancy.portal_link(tenant, ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=6))
+def expired_link(tenant, ago=timedelta(minutes=1)) -> str:
+    return tenancy.portal_link(tenant, ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=5) - ago)
 
 
 def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop, client, user):
@@ -150,6 +153,9 @@ def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop
     token = expired_link(acme).rstrip("/").rsplit("/", 1)[1]
     forged = client.get(f"/portal/{token[:-2]}xx/")  # a signature Herald did not make: it names nobody
     assert forged.status_code == 403 and "Location" not in forged and "Alice" not in forged.content.decode()
+    assert client.post(expired_link(acme) + "endpoints/1/pause/").status_code == 403  # a browser's GET only
+    long_ago = expired_link(acme, ago=timedelta(seconds=herald.PORTAL_LINK_MAX_SECONDS + 60))
+    assert client.get(long_ago).status_code == 403  # an old link is no lasting redirect on Herald's host
     Portal.objects.filter(owner=user).update(refresh_url="javascript:alert(1)")  # stored before the rule
     assert client.get(expired_link(acme)).status_code == 403
 
@@ -173,16 +179,26 @@ def test_removing_an_endpoint_takes_a_second_step(shop, link, client):
     assert removed.status_code == 302 and not Subscription.objects.filter(id=sub).exists()
 
 
+OWNER_TUNING = ("delivery_policy", "effective_delivery_policy", "max_events_per_batch", "preferred_batch_size_kb")
+
+
 def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):
-    from delivery.web.api.subscription_serializers import OWNER_TUNING
     acme, sub = shop["acme"]["client"], shop["acme"]["subscription"]
     assert not set(OWNER_TUNING) & set(sub)  # the create's answer
     assert not set(OWNER_TUNING) & set(acme.get(f"/api/subscriptions/{sub['id']}/").json())
     assert not set(OWNER_TUNING) & set(acme.get("/api/subscriptions/").json()["results"][0])
     for name, value in (("delivery_policy", {"healthyRetryPolicy": {"numRetries": 1}}),
-                        ("filter_policy_scope", "MessageBody"), ("preferred_batch_size_kb", 64)):
+                        ("max_events_per_batch", 10), ("preferred_batch_size_kb", 64)):
         refused = acme.patch(f"/api/subscriptions/{sub['id']}/", {name: value}, format="json")
         assert refused.status_code == 400 and list(refused.json()) == [name], refused.content
         assert "set by the owner" in refused.json()[name][0]
     owners = shop["api"].get(f"/api/subscriptions/{sub['id']}/").json()
     assert set(OWNER_TUNING) <= set(owners)  # the owner's token sees them all
+    what_the_receiver_gets = acme.patch(f"/api/subscriptions/{sub['id']}/", {
+        "raw_message_delivery": True, "filter_policy_scope": "MessageBody", "filter_policy": {"a": {"b": ["c"]}}},
+        format="json")  # the body's shape and a filter on it are the customer's own choices
+    assert what_the_receiver_gets.status_code == 200, what_the_receiver_gets.content
+    topic = acme.get(f"/api/topics/{shop['orders']['id']}/").json()
+    assert topic["name"] == "orders" and not {"delivery_policy", "message_retention_days"} & set(topic)
+    assert {"delivery_policy", "message_retention_days"} <= set(shop["api"].get(
+        f"/api/topics/{shop['orders']['id']}/").json())
