@@ -244,14 +244,14 @@ def subscription_action(request, subscription_id: int, name: str):
                     subscription.deliveries.all()[:REMOVE_COUNTED + 1].count()), "counted": REMOVE_COUNTED})
             subscription.delete()
             return HttpResponseRedirect(_url(request, "home") + "?done=delete")
-        run(name, subscription, request)
+        run_action(name, subscription, request)
     except ApplicationError as exc:
         detail = " ".join(" ".join(reasons) for reasons in exc.as_payload().values())
         return _subscription_page(request, subscription, error=detail, status=exc.status_code)
     return HttpResponseRedirect(_url(request, "subscription", subscription.id) + f"?done={name}")
 
 
-def run(name: str, subscription: Subscription, request) -> None:
+def run_action(name: str, subscription: Subscription, request) -> None:
     if name == "pause":
         recovery.subscription_pause(subscription=subscription)
     elif name == "resume":

@@ -136,7 +136,7 @@ def claim(now, limit: int) -> list[Subscription]:
                                                                                 confirmation_send_at=lease))
 
 
-def start(now, limit: int, *, transport, start_by=None) -> dict:
+def start_handshakes(now, limit: int, *, transport, start_by=None) -> dict:
     """Claim due handshakes and hand them to the transport, in their endpoint's room like its deliveries, so a
     target that never answers holds only its own slot, never a worker: {future: Handshake}. What is no longer
     to be sent (confirmed meanwhile, token expired) is cleared without a request."""
@@ -169,7 +169,7 @@ def handshake(subscription: Subscription, token: str, now) -> wire.OutgoingReque
     return wire.build_request(envelope, attempt_number=1, now=now)
 
 
-def finish(handshake: Handshake, result, now) -> str:
+def record_handshake(handshake: Handshake, result, now) -> str:
     """Record what the endpoint answered: a 2xx echoing the token confirms at once; anything else leaves the
     subscription pending (confirmed later by the link or the API, or asked again). A handshake its endpoint's
     slots never let start goes again shortly."""
@@ -209,7 +209,7 @@ def send_confirmation_request(subscription_id: int, now=None, *, transport=None)
     if subscription.confirmation_expires_at is None or subscription.confirmation_expires_at < now:
         return "token expired"
     Subscription.objects.filter(id=subscription_id).update(confirmation_send_at=now)
-    started = start(now, 1, transport=transport or sender.transport())
+    started = start_handshakes(now, 1, transport=transport or sender.transport())
     for future, sent in started.items():
-        return finish(sent, future.result(), clock.now())
+        return record_handshake(sent, future.result(), clock.now())
     return "not started"

@@ -172,7 +172,7 @@ def targets(message: Message) -> list[Candidate]:
     return choose(topic_subscriptions(message.topic_id, Audience.of(message)), Facts.of(message))[0]
 
 
-def build(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
+def build_deliveries(message: Message, chosen: list[Candidate], waiting: set[int] = frozenset()) -> list[Delivery]:
     """Unsaved deliveries. A paused subscription's are held (no due time) until it resumes, and so are those of a
     subscription whose changed endpoint has not confirmed yet; an ordered
     subscription's carry the message's ordering key, and wait while an earlier message of that key is unfinished
@@ -223,7 +223,8 @@ def fan_out(message_id: str) -> int:
         with transaction.atomic():
             part = chosen[start:start + CHUNK]
             waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
-            lifecycle.created(Delivery.objects.bulk_create(build(message, part, waiting), ignore_conflicts=True))
+            built = build_deliveries(message, part, waiting)
+            lifecycle.created(Delivery.objects.bulk_create(built, ignore_conflicts=True))
     Message.objects.filter(id=message.id).update(fanout_pending=False)
     return len(chosen)
 

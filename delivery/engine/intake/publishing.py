@@ -227,7 +227,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
             for observer in OBSERVERS:
                 observer(message, len(chosen))
             if not message.fanout_pending:
-                deliveries += fanout.build(message, chosen, waiting)
+                deliveries += fanout.build_deliveries(message, chosen, waiting)
             elif not capturing.get():  # answer now; a job writes the deliveries
                 transaction.on_commit(lambda message_id=message.id: fanout.enqueue_fan_out(message_id))
         created = Delivery.objects.bulk_create(deliveries, batch_size=1000)
@@ -260,7 +260,7 @@ def test_event(*, subscription: Subscription, now=None) -> Delivery:
         candidate = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
                                      confirmed_before=subscription.confirmed_at is not None,
                                      tenant_id=subscription.tenant_id)
-        created = Delivery.objects.bulk_create(fanout.build(message, [candidate]))
+        created = Delivery.objects.bulk_create(fanout.build_deliveries(message, [candidate]))
         lifecycle.created(created)
     return created[0]
 

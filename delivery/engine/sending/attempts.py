@@ -126,7 +126,7 @@ def queue_label(delivery: Delivery) -> str:
     return AttemptQueue.DELIVERIES if delivery.attempt_count == 0 else AttemptQueue.RETRIES
 
 
-def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
+def start_sends(claimed: list[Delivery], label: str | None, now, *, start_by=None,
           transport=None) -> tuple[dict, set[int]]:
     """Decide what each claimed row needs, hand the sends to the transport and record the rest (held, deferred,
     expired, failed to prepare) at once. Returns ({future: Sending}, probe ids). `label` is what the attempts
@@ -141,7 +141,8 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
         ready, probes = gated(ready, updates, now)
         units, prepared = outgoing.batched(ready, probes)
         units, deadlines = throttled(units, updates, now)
-        for unit, numbers, request in outgoing.build(units, failed, label or AttemptQueue.DELIVERIES, prepared):
+        built = outgoing.build_requests(units, failed, label or AttemptQueue.DELIVERIES, prepared)
+        for unit, numbers, request in built:
             leader, policy = unit[0]
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
@@ -162,7 +163,7 @@ def start(claimed: list[Delivery], label: str | None, now, *, start_by=None,
     return futures, probes
 
 
-def finish(done, futures: dict, probes: set[int], now) -> int:
+def record_sends(done, futures: dict, probes: set[int], now) -> int:
     """Record a group of completed sends and forget them; a send its endpoint's slots never let start is due again
     shortly, not an attempt. Returns how many were sent. If recording fails, `futures` still holds the group for
     `settle`."""
@@ -190,11 +191,11 @@ def process(delivery_ids: list[int], queue_name: str, *, now=None) -> int:
     claimed = leases.claim(delivery_ids, now)
     if not claimed:
         return 0
-    futures, probes = start(claimed, queue_name, now)
+    futures, probes = start_sends(claimed, queue_name, now)
     sent = 0
     try:
         for done in as_recorded(list(futures)):
-            sent += finish(done, futures, probes, clock.now())
+            sent += record_sends(done, futures, probes, clock.now())
     except Exception:
         log.exception("a delivery job failed; settling the %d deliveries it claimed", len(claimed))
         settle(futures, [])

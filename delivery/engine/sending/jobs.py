@@ -12,4 +12,4 @@ def deliver(delivery_ids: list[int], queue_name: str = AttemptQueue.DELIVERIES) 
 
 def pump(queue_name: str = AttemptQueue.DELIVERIES) -> int:
     """Deliver whatever is due until nothing is due and nothing is in flight."""
-    return pumping.run(queue_name)
+    return pumping.drain(queue_name)

@@ -77,7 +77,7 @@ def batched(ready: list, probes: set[int]) -> tuple[list[list], dict]:
     return units, prepared
 
 
-def build(units: list[list], failed: list[Tried], queue_name: str, prepared: dict | None = None) -> list:
+def build_requests(units: list[list], failed: list[Tried], queue_name: str, prepared: dict | None = None) -> list:
     """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
     built fails alone (each of its rows gets the failed try). `prepared`: envelopes `batched` already made."""
     built, prepared = [], prepared or {}

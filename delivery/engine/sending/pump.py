@@ -41,7 +41,7 @@ HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
-def run(queue_name: str, *, transport=None, clock=database_now) -> int:
+def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
     """Deliver until nothing is due and nothing is in flight; returns how many requests were sent. `transport`:
     the process's (sender.transport()) unless given; `clock`: what tells the time it claims and records at."""
     queues.pump_started(queue_name)
@@ -75,7 +75,7 @@ def run(queue_name: str, *, transport=None, clock=database_now) -> int:
                     now = clock()
                     if time.monotonic() >= handshakes_look_at:  # a cheap look, but not one per claim of a backlog
                         handshakes_look_at = time.monotonic() + LOOK_INTERVAL_SECONDS
-                        handshakes.update(confirmation.start(
+                        handshakes.update(confirmation.start_handshakes(
                             now, min(free, HANDSHAKES_PER_CLAIM), transport=transport,
                             start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
                     taken, more = claim_and_start(futures, probes, min(free, batch), per_endpoint,
@@ -91,10 +91,10 @@ def run(queue_name: str, *, transport=None, clock=database_now) -> int:
                 claim_next = freed and more_due and claiming and free > 0
                 done = attempts.next_group([*futures, *handshakes], timeout=0 if claim_next else WATCH_SECONDS * 5)
                 for future in [future for future in done if future in handshakes]:
-                    confirmation.finish(handshakes.pop(future), future.result(), clock())
+                    confirmation.record_handshake(handshakes.pop(future), future.result(), clock())
                 delivered = {future for future in done if future in futures}
                 if delivered:
-                    sent += attempts.finish(delivered, futures, probes, clock())
+                    sent += attempts.record_sends(delivered, futures, probes, clock())
                 if done:
                     freed = True
                 continue
@@ -127,7 +127,7 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
                                      shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:
-        started, started_probes = attempts.start(claimed, None, now, transport=transport,
+        started, started_probes = attempts.start_sends(claimed, None, now, transport=transport,
                                                  start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)
         futures.update(started)
         probes |= started_probes

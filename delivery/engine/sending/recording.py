@@ -142,7 +142,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     updates = {**untried, **changes}
     try:
         with transaction.atomic():
-            written = write_back(claimed, updates)
+            written = write_back_and_settle(claimed, updates)
             Exchange.objects.bulk_create(exchanges)
             Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
     except DatabaseError as exc:
@@ -152,7 +152,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
 
 
-def write_back(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
+def write_back_and_settle(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
     """Inside the caller's transaction: the changes written under the lease, then what follows them (the next of
     an ordering key, signals and a pump or the scheduler after commit). Returns the ids written."""
     written = leases.write_back(claimed, updates)
@@ -205,7 +205,7 @@ def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int
 
 def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set[int]:
     with transaction.atomic():
-        written = write_back([delivery], {delivery.id: changes})
+        written = write_back_and_settle([delivery], {delivery.id: changes})
         if written and attempt is not None:
             if attempt.exchange is not None and attempt.exchange.pk is None:
                 attempt.exchange.save()  # the first of its batch to be written one by one stores it

@@ -172,7 +172,7 @@ def retry_now(delivery: Delivery, label: str, *, now) -> None:
     send_now_after_commit([delivery.id], label)
 
 
-def finish(rows, status: str, reason: str, *, now) -> list[int]:
+def end_untried(rows, status: str, reason: str, *, now) -> list[int]:
     """End the rows of `rows` without a try (dead-lettered or dropped by hand, or past their time-to-live while
     held); what follows a finish follows. Rows another transaction holds are left for the next time."""
     with transaction.atomic():

@@ -3,13 +3,13 @@ at a time, in publish order, each after the previous one finished (succeeded, or
 its policy decides).
 
 Only the oldest unfinished delivery of a (subscription, key) is `pending`; the ones behind it are `waiting` and
-invisible to the pumps. When a delivery finishes, the door that finished it (`lifecycle.settled`, `lifecycle.finish`)
-releases the next one in the same transaction, so a crash between the two is impossible: a worker killed mid-send
-leaves the head `in_flight` until its lease expires and the reconciler counts the try, as for any delivery, and the
-key's order holds. Nothing of it lives in Redis. Publishing and releasing take the same advisory lock per
-(topic, key), so a message published while its predecessor finishes is either released by the finisher or
-published as `pending`; `lifecycle.release_stranded_keys` in the reconciler is the safety net if a path ever left
-a key without a head.
+invisible to the pumps. When a delivery finishes, the door that finished it (`lifecycle.settled`,
+`lifecycle.end_untried`) releases the next one in the same transaction, so a crash between the two is impossible: a
+worker killed mid-send leaves the head `in_flight` until its lease expires and the reconciler counts the try, as for
+any delivery, and the key's order holds. Nothing of it lives in Redis. Publishing and releasing take the same
+advisory lock per (topic, key), so a message published while its predecessor finishes is either released by the
+finisher or published as `pending`; `lifecycle.release_stranded_keys` in the reconciler is the safety net if a path
+ever left a key without a head.
 
 Different keys are independent rows: a failing key retries (or waits for its endpoint) without holding back any
 other key, and deliveries without a key, or of subscriptions without ordering, never touch any of this.

@@ -73,7 +73,7 @@ def test_it_delivers_everything_due_and_stops_when_nothing_is(user, redis_conn):
         message_publish(topic=topic, payload={"n": n})
     transport = FakeTransport()
 
-    sent = pump.run("deliveries", transport=transport, clock=lambda: CLOCK)
+    sent = pump.drain("deliveries", transport=transport, clock=lambda: CLOCK)
 
     assert sent == 150 and len(transport.sent) == 150
     assert set(Delivery.objects.values_list("status", "attempt_count")) == {("succeeded", 1)}
@@ -99,7 +99,7 @@ def test_one_endpoint_never_has_more_than_its_share_in_flight(user, redis_conn, 
             return future
 
     transport = SlowOne(instant=False)
-    assert pump.run("deliveries", transport=transport, clock=lambda: CLOCK) == 40
+    assert pump.drain("deliveries", transport=transport, clock=lambda: CLOCK) == 40
     assert transport.busiest[slow.endpoint_id] == 4
     assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
 
@@ -110,7 +110,7 @@ def test_rows_not_due_at_its_clock_are_left_alone(user, redis_conn):
         message_publish(topic=topic, payload={"n": n})
     Delivery.objects.update(next_attempt_at=CLOCK + timedelta(seconds=1))
     transport = FakeTransport()
-    assert pump.run("deliveries", transport=transport, clock=lambda: CLOCK) == 0
+    assert pump.drain("deliveries", transport=transport, clock=lambda: CLOCK) == 0
     assert transport.sent == [] and set(Delivery.objects.values_list("status", flat=True)) == {"pending"}
 
 
@@ -121,7 +121,7 @@ def test_a_failed_answer_is_scheduled_by_the_policy_from_the_answer(user, redis_
     message_publish(topic=topic, payload={})
     transport, now = FakeTransport(status=503), timezone.now()
 
-    assert pump.run("deliveries", transport=transport, clock=lambda: now) == 1  # the retry is not due at `now`
+    assert pump.drain("deliveries", transport=transport, clock=lambda: now) == 1  # the retry is not due at `now`
 
     row = Delivery.objects.get()
     assert (row.status, row.attempt_count) == ("pending", 1)
@@ -134,7 +134,7 @@ def test_a_stopping_worker_claims_nothing(user, redis_conn):
     message_publish(topic=topic, payload={})
     pump.stopping.set()
     try:
-        assert pump.run("deliveries", transport=FakeTransport(), clock=lambda: CLOCK) == 0
+        assert pump.drain("deliveries", transport=FakeTransport(), clock=lambda: CLOCK) == 0
     finally:
         pump.stopping.clear()
     assert Delivery.objects.get().status == "pending"

@@ -139,7 +139,7 @@ def test_finish_ends_rows_without_a_try_and_releases_the_next(subscription, redi
 
     signals.delivery_dead_lettered.connect(hear)
     try:
-        ended = lifecycle.finish(lifecycle.pending(id=first), DeliveryStatus.DEAD_LETTERED, "manual", now=NOW)
+        ended = lifecycle.end_untried(lifecycle.pending(id=first), DeliveryStatus.DEAD_LETTERED, "manual", now=NOW)
     finally:
         signals.delivery_dead_lettered.disconnect(hear)
     assert ended == [first] and heard == [(first, "manual")]
@@ -147,7 +147,7 @@ def test_finish_ends_rows_without_a_try_and_releases_the_next(subscription, redi
     assert (row.status, row.dead_letter_reason, row.finished_at, row.next_attempt_at) == (
         "dead_lettered", "manual", NOW, None)
     assert state(second) == ("pending", NOW)
-    assert lifecycle.finish(lifecycle.pending(id=first), DeliveryStatus.DEAD_LETTERED, "manual", now=NOW) == []
+    assert lifecycle.end_untried(lifecycle.pending(id=first), DeliveryStatus.DEAD_LETTERED, "manual", now=NOW) == []
 
 
 def test_a_new_budget_counts_from_now_and_asks_a_pump(subscription, redis_conn):
