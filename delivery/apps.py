@@ -16,4 +16,4 @@ class DeliveryConfig(AppConfig):
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
         import_module("delivery.engine.intake.operational").connect()
-        checks.register(import_module("delivery.checks").public_url, checks.Tags.compatibility)
+        checks.register(import_module("delivery.checks").public_url_is_set, checks.Tags.compatibility)

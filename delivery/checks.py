@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.checks import Warning as CheckWarning
 
 
-def public_url(app_configs=None, **kwargs) -> list:
+def public_url_is_set(app_configs=None, **kwargs) -> list:
     """HERALD_PUBLIC_URL left unset with DEBUG off: every confirmation link and tenant portal link Herald hands out
     would point at http://127.0.0.1:8000, this machine's development server."""
     if settings.DEBUG or hasattr(settings, "HERALD_PUBLIC_URL"):

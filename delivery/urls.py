@@ -12,9 +12,13 @@ from rest_framework.routers import APIRootView, DefaultRouter
 from delivery.web import portal
 from delivery.web.api.base import HeraldAPI
 from delivery.web.api.docs import RedocView, SchemaView, SwaggerView, redoc_bundle_view
+from delivery.web.api.endpoints import EndpointViewSet
+from delivery.web.api.event_types import EventTypeViewSet
 from delivery.web.api.messages import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
-from delivery.web.api.subscriptions import EndpointViewSet, SubscriptionViewSet, TopicViewSet
-from delivery.web.api.tenants import EventTypeViewSet, PortalSettingsView, TenantViewSet
+from delivery.web.api.portal_settings import PortalSettingsView
+from delivery.web.api.subscriptions import SubscriptionViewSet
+from delivery.web.api.tenants import TenantViewSet
+from delivery.web.api.topics import TopicViewSet
 from delivery.web.console.dashboard import dashboard
 from delivery.web.prometheus import metrics
 

@@ -13,7 +13,7 @@ def delivery_words(delivery) -> str:
 
 
 @register.filter
-def why_failed(reason: str) -> str:
+def reason_words(reason: str) -> str:
     return portal_words.why_failed(reason)
 
 
@@ -33,7 +33,7 @@ def attempt_words(outcome: str) -> str:
 
 
 @register.filter
-def error_words(error_class: str) -> str:
+def error_class_words(error_class: str) -> str:
     return portal_words.error(error_class)
 
 

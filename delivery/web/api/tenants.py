@@ -1,5 +1,5 @@
-"""The owner's side of tenants (docs/tenants.md): register them, give them keys and portal links, declare the event
-type catalog, brand the portal. A tenant's key reaches none of this (404), except reading the catalog."""
+"""The owner's side of tenants (docs/tenants.md): register them, give them keys and portal links. A tenant's key
+reaches none of this (404)."""
 
 from datetime import timedelta
 
@@ -8,15 +8,14 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from delivery.conf import herald
-from delivery.engine.accounts import event_types, tenancy
+from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
-from subscriptions.models import EventType, Portal, Tenant, TenantKey
+from subscriptions.models import Tenant, TenantKey
 
 MAX_METADATA_BYTES = 4096
 
@@ -156,62 +155,3 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         url = tenancy.portal_link(tenant, ttl=timedelta(seconds=ttl), read_only=read_only, now=now)
         body = {"url": url, "expires_at": now + timedelta(seconds=ttl), "read_only": read_only}
         return Response(PortalLinkCreatedSerializer(body).data, status=status.HTTP_201_CREATED)
-
-
-class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
-    """The entry's shapes; its rules are the service's (delivery/engine/accounts/event_types.py), the admin's too."""
-
-    class Meta:
-        model = EventType
-        fields = ["id", "name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
-                  "open_to_tenants", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-
-class EventTypeViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
-    """The catalog of event types you publish: what subscribers (and your tenants) choose from; with
-    `validate_payloads`, a publish of that type whose payload does not match the schema is refused (400), or, with
-    `on_mismatch` "record", published with the mismatch recorded on the message."""
-
-    queryset = EventType.objects.all()
-    serializer_class = EventTypeSerializer
-    tenant_path = "open"
-    tenant_actions = frozenset({"list", "retrieve"})
-    filterset_fields = ["name", "deprecated"]
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-
-    def perform_create(self, serializer):
-        serializer.instance = event_types.event_type_create(owner=self.request.user, **serializer.validated_data)
-
-    def perform_update(self, serializer):
-        serializer.instance = event_types.event_type_update(event_type=serializer.instance,
-                                                            **serializer.validated_data)
-
-    def perform_destroy(self, instance):
-        event_types.event_type_delete(event_type=instance)
-
-
-class PortalSerializer(StrictInput, serializers.ModelSerializer):
-    """The settings' shapes; their rules are the service's (tenancy.portal_update), the admin's too."""
-
-    class Meta:
-        model = Portal
-        fields = list(tenancy.PORTAL_FIELDS)
-
-
-class PortalSettingsView(HeraldAPI, APIView):
-    """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where a browser
-    opening an expired link is sent for a fresh one (refresh_url)."""
-
-    serializer_class = PortalSerializer
-
-    def get(self, request):
-        portal, _ = Portal.objects.get_or_create(owner=request.user)
-        return Response(PortalSerializer(portal).data)
-
-    def patch(self, request):
-        serializer = PortalSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        portal = tenancy.portal_update(owner=request.user, **serializer.validated_data)
-        return Response(PortalSerializer(portal).data)
-

@@ -1,0 +1,39 @@
+"""The API of the tenant portal's settings (docs/tenants.md): its name, logo and colour, which of the owner's apps
+may frame it, and where an expired link sends the browser."""
+
+
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from delivery.engine.accounts import tenancy
+from delivery.web.api.base import HeraldAPI
+from delivery.web.api.strict import StrictInput
+from subscriptions.models import Portal
+
+MAX_METADATA_BYTES = 4096
+
+
+class PortalSerializer(StrictInput, serializers.ModelSerializer):
+    """The settings' shapes; their rules are the service's (tenancy.portal_update), the admin's too."""
+
+    class Meta:
+        model = Portal
+        fields = list(tenancy.PORTAL_FIELDS)
+
+
+class PortalSettingsView(HeraldAPI, APIView):
+    """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where a browser
+    opening an expired link is sent for a fresh one (refresh_url)."""
+
+    serializer_class = PortalSerializer
+
+    def get(self, request):
+        portal, _ = Portal.objects.get_or_create(owner=request.user)
+        return Response(PortalSerializer(portal).data)
+
+    def patch(self, request):
+        serializer = PortalSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        portal = tenancy.portal_update(owner=request.user, **serializer.validated_data)
+        return Response(PortalSerializer(portal).data)
