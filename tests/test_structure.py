@@ -219,3 +219,12 @@ def test_the_edges_import_only_the_wings_meant_for_them():
         wrong += [f"{name} imports {target}" for target in project_imports(name)
                   if wing_of(target) and wing_of(target) not in EDGE_USES[edge]]
     assert wrong == []
+
+
+def test_one_way_to_wait_for_a_commit():
+    """`after_commit` (engine/plumbing/after_commit.py) is the one way code waits for its transaction: robust, and
+    the same everywhere, rather than six spellings of `transaction.on_commit`."""
+    home = ROOT / "delivery" / "engine" / "plumbing" / "after_commit.py"
+    found = [f"{path.relative_to(ROOT)}:{number}" for name, path in MODULES.items() if path != home
+             for number, line in enumerate(path.read_text().splitlines(), 1) if "on_commit(" in line]
+    assert found == []

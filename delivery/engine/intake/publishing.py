@@ -23,6 +23,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import clock, quotas
+from delivery.engine.plumbing.after_commit import after_commit
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
@@ -229,7 +230,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
             if not message.fanout_pending:
                 deliveries += fanout.build_deliveries(message, chosen, waiting)
             elif not capturing.get():  # answer now; a job writes the deliveries
-                transaction.on_commit(lambda message_id=message.id: fanout.enqueue_fan_out(message_id))
+                after_commit(fanout.enqueue_fan_out, message.id)
         created = Delivery.objects.bulk_create(deliveries, batch_size=1000)
         if not capturing.get():
             lifecycle.created(created)

@@ -5,6 +5,7 @@
     redis_link    the one Redis connection (and its retries)
     availability  waiting for PostgreSQL and Redis, at start-up as later; a process exits only when asked
     queues        asking for pumps and deliver jobs on RQ's queues (by name: the jobs import from above)
+    after_commit  the one way to act once the caller's transaction commits (robust: a failure is logged)
     wakeup        waking the scheduler after a commit
     quotas        per-owner quotas: what one owner or tenant may take of what all share (every path asks)
 

@@ -11,10 +11,9 @@ worker killed before starting one) cost nothing: the flag expires and the schedu
 
 import logging
 
-from django.db import transaction
-
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, redis_link
+from delivery.engine.plumbing.after_commit import after_commit
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ def work_sequence(queue_name: str = DELIVERIES) -> int:
 
 def pump_after_commit(queue_name: str = DELIVERIES) -> None:
     """Call inside the transaction that made rows due; the pump is asked for once it commits."""
-    transaction.on_commit(lambda: want_pump(queue_name))
+    after_commit(want_pump, queue_name)
 
 
 def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
@@ -80,4 +79,4 @@ def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
             availability.redis_failed(exc, log, "could not queue deliveries %s; the next pump sends them",
                                       delivery_ids)
             want_pump(DELIVERIES)
-    transaction.on_commit(push)
+    after_commit(push)

@@ -3,9 +3,8 @@ time. Rows due now never need it (they ask for a pump); rows due sooner than it 
 
 import logging
 
-from django.db import transaction
-
 from delivery.engine.plumbing import availability, redis_link
+from delivery.engine.plumbing.after_commit import after_commit
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)
@@ -28,4 +27,4 @@ def wake_scheduler() -> None:
 
 def wake_scheduler_after_commit() -> None:
     """Call inside the transaction that scheduled rows; the scheduler is woken once it commits."""
-    transaction.on_commit(wake_scheduler)
+    after_commit(wake_scheduler)

@@ -5,9 +5,8 @@ nothing is read unless a receiver is connected. Herald's own operational events 
 
 import logging
 
-from django.db import transaction
-
 from delivery import signals
+from delivery.engine.plumbing.after_commit import after_commit
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Endpoint
@@ -40,12 +39,12 @@ def deliveries_finished(changes: dict[int, str]) -> None:
                 _send(signals.delivery_dead_lettered, sender=Delivery, delivery=delivery,
                       reason=delivery.dead_letter_reason)
 
-    transaction.on_commit(announce, robust=True)
+    after_commit(announce)
 
 
 def endpoint_changed(endpoint: Endpoint, from_state: str, to_state: str, reason: str) -> None:
     """After the caller's commit, announce an endpoint's new state."""
     if not signals.endpoint_state_changed.has_listeners(Endpoint):
         return
-    transaction.on_commit(lambda: _send(signals.endpoint_state_changed, sender=Endpoint, endpoint=endpoint,
-                                        from_state=from_state, to_state=to_state, reason=reason), robust=True)
+    after_commit(_send, signals.endpoint_state_changed, sender=Endpoint, endpoint=endpoint, from_state=from_state,
+                 to_state=to_state, reason=reason)
