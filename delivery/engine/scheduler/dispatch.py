@@ -11,7 +11,6 @@ Both are safe to run from several schedulers at once: rows are taken with SKIP L
 """
 
 import logging
-import random
 import time
 from datetime import timedelta
 
@@ -37,7 +36,6 @@ from subscriptions.models import Subscription
 from subscriptions.states import EndpointState
 
 log = logging.getLogger(__name__)
-_rng = random.SystemRandom()
 BATCH = 1000
 # The due rows the scheduler looks at each tick, to know that work is due and whether retries are among it (a look
 # at 1,000 read that many rows of a backlog every tick).
@@ -113,9 +111,8 @@ def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:
     policy, _ = subscription_policy_or_default(delivery.subscription)
     number = delivery.attempt_count + 1
     error = Attempt.ErrorClass.LEASE_EXPIRED
-    decision = decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
-                                published_at=delivery.budget_start, now=now, rng=_rng,
-                                answer=decisions.Answer(status=None, error_class=error))
+    decision = recording.retry_decision(delivery, policy, number, decisions.Answer(status=None, error_class=error),
+                                        now)
     attempt = Attempt(
         delivery_id=delivery.id, number=number, started_at=now, duration_ms=0, request_url=delivery.endpoint.url,
         queue=Attempt.Queue.RETRIES if delivery.attempt_count else Attempt.Queue.DELIVERIES, error_class=error,

@@ -63,8 +63,15 @@ def policy_decision(tried: Tried) -> decisions.Decision:
     answer = decisions.Answer(status=result.status, error_class=result.error_class,
                                 retry_after=decisions.parse_retry_after(header(result.headers, "Retry-After"),
                                                                         finished))
-    return decisions.decide(tried.policy, attempt_number=tried.number - delivery.budget_attempts,
-                            published_at=delivery.budget_start, now=finished, rng=_rng, answer=answer)
+    return retry_decision(delivery, tried.policy, tried.number, answer, finished)
+
+
+def retry_decision(delivery: Delivery, policy, number: int, answer: decisions.Answer, now) -> decisions.Decision:
+    """The policy's decision on try `number` of `delivery`, however the try ended (answered, or lost with its
+    worker: the reconciler asks here too): the budget counts from the delivery's last fresh one (a redrive or a
+    replay starts another), and one random generator jitters every retry."""
+    return decisions.decide(policy, attempt_number=number - delivery.budget_attempts,
+                            published_at=delivery.budget_start, now=now, rng=_rng, answer=answer)
 
 
 def finished_at(result: SendResult) -> datetime:
