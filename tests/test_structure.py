@@ -228,3 +228,10 @@ def test_one_way_to_wait_for_a_commit():
     found = [f"{path.relative_to(ROOT)}:{number}" for name, path in MODULES.items() if path != home
              for number, line in enumerate(path.read_text().splitlines(), 1) if "on_commit(" in line]
     assert found == []
+
+
+def test_the_portal_reads_through_selectors():
+    """The portal's pages read what a tenant may see through delivery/web/selectors.py, each query scoped to the
+    tenant there, not written again in a view."""
+    portal = (ROOT / "delivery" / "web" / "portal.py").read_text()
+    assert [line.strip() for line in portal.splitlines() if ".objects." in line] == []

@@ -33,10 +33,10 @@ from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import publishing, replay
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import health
-from delivery.models import Delivery
 from delivery.rules import portal_settings
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
-from subscriptions.models import EventType, Portal, Subscription, Topic
+from delivery.web import selectors
+from subscriptions.models import Portal, Subscription
 from subscriptions.states import EndpointState
 
 RECENT_DELIVERIES = 25
@@ -82,7 +82,7 @@ def portal_page(view):
 
 
 def _portal_of(owner_id: int) -> Portal:
-    return Portal.objects.filter(owner_id=owner_id).first() or Portal(owner_id=owner_id)
+    return selectors.portal_settings(owner_id)
 
 
 def _refused(request, refused: tenancy.LinkRefused, nonce: str):
@@ -129,13 +129,11 @@ def _url(request, name: str, *args) -> str:
 
 
 def _subscriptions(request):
-    tenant = request.portal["tenant"]
-    return Subscription.objects.filter(tenant=tenant, topic__owner_id=tenant.owner_id).select_related(
-        "topic", "endpoint")
+    return selectors.tenant_subscriptions(request.portal["tenant"])
 
 
 def _catalog(request):
-    return EventType.objects.filter(owner_id=request.portal["tenant"].owner_id, open_to_tenants=True)
+    return selectors.tenant_catalog(request.portal["tenant"])
 
 
 @portal_page
@@ -165,7 +163,7 @@ def event_types(request):
 
 
 def _topics(request):
-    return Topic.objects.filter(owner_id=request.portal["tenant"].owner_id, open_to_tenants=True).order_by("name")
+    return selectors.tenant_topics(request.portal["tenant"])
 
 
 @portal_page
@@ -210,13 +208,13 @@ def _fields(exc: ApplicationError) -> dict:
 
 def _subscription_page(request, subscription: Subscription, *, error: str = "", status: int = 200):
     """An endpoint's page: its health and latest deliveries, its actions, and what the last one refused."""
-    deliveries = list(Delivery.objects.filter(subscription=subscription).select_related("message")
-                      .order_by("-id")[:RECENT_DELIVERIES])
+    deliveries = selectors.recent_deliveries(subscription, RECENT_DELIVERIES)
     waiting = subscription.status == Subscription.Status.PENDING_CONFIRMATION or any(
         d.status in UNFINISHED for d in deliveries)
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
-        "transitions": subscription.endpoint.transitions.all()[:5], "done": DONE.get(request.GET.get("done", "")),
+        "transitions": selectors.recent_transitions(subscription.endpoint, 5),
+        "done": DONE.get(request.GET.get("done", "")),
         "types": _catalog(request).filter(deprecated=False), "error": error,
         "refresh": waiting and not error,  # an action's refusal is answered at the action's URL, which only POSTs
         "show_topic": _show_topic(request, [subscription])}, status=status)
@@ -240,8 +238,9 @@ def subscription_action(request, subscription_id: int, name: str):
                                                   "created": False})
         if name == "delete":
             if request.POST.get("confirm") != "yes":  # the first press asks: removing deletes its history too
-                return _page(request, "remove.html", {"subscription": subscription, "deliveries": (
-                    subscription.deliveries.all()[:REMOVE_COUNTED + 1].count()), "counted": REMOVE_COUNTED})
+                history = selectors.history_size(subscription, REMOVE_COUNTED)
+                return _page(request, "remove.html", {"subscription": subscription, "counted": REMOVE_COUNTED,
+                                                      "deliveries": history})
             subscription.delete()
             return HttpResponseRedirect(_url(request, "home") + "?done=delete")
         run_action(name, subscription, request)
@@ -279,9 +278,8 @@ def run_action(name: str, subscription: Subscription, request) -> None:
 
 @portal_page
 def delivery_detail(request, delivery_id: int):
-    delivery = get_object_or_404(Delivery.objects.select_related("message", "subscription__topic", "endpoint")
-                                 .filter(subscription__in=_subscriptions(request)), id=delivery_id)
-    attempts = delivery.attempts.select_related("exchange").order_by("-number")[:20]
+    delivery = get_object_or_404(selectors.tenant_deliveries(request.portal["tenant"]), id=delivery_id)
+    attempts = selectors.recent_attempts(delivery, 20)
     retryable = delivery.status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
     return _page(request, "delivery.html", {"delivery": delivery, "attempts": attempts, "retryable": retryable,
                                             "refresh": delivery.status in UNFINISHED,
@@ -291,7 +289,7 @@ def delivery_detail(request, delivery_id: int):
 @portal_page
 @require_POST
 def delivery_retry(request, delivery_id: int):
-    delivery = get_object_or_404(Delivery.objects.filter(subscription__in=_subscriptions(request)), id=delivery_id)
+    delivery = get_object_or_404(selectors.tenant_deliveries(request.portal["tenant"]), id=delivery_id)
     try:
         recovery.delivery_retry_now(delivery=delivery)
     except ApplicationError as exc:

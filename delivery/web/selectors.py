@@ -1,7 +1,10 @@
-"""The read side: what the metrics API, the dashboard and Prometheus show, each query written once.
+"""The read side: what the metrics API, the dashboard, Prometheus and the tenant portal show, each query written
+once.
 
 Per-subscription and per-topic metrics over a window (like Event Grid's subscription view); counts of deliveries
-by status, dead letters by reason, held deliveries and endpoints by state; queue depths and workers in Redis."""
+by status, dead letters by reason, held deliveries and endpoints by state; queue depths and workers in Redis; and
+what a tenant's portal reads, each scoped to the tenant (its own subscriptions, deliveries and attempts, its
+owner's open topics and catalog)."""
 
 import re
 from datetime import timedelta
@@ -15,7 +18,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeliveryStatus
-from subscriptions.models import Endpoint
+from subscriptions.models import Endpoint, EventType, Portal, Subscription, Topic
 from subscriptions.states import EndpointState
 
 WINDOW = re.compile(r"^(\d+)([smhd])$")
@@ -117,3 +120,47 @@ def workers() -> list[dict]:
     connection = django_rq.get_connection(AttemptQueue.DELIVERIES)
     return [{"name": w.name, "state": w.get_state(), "queues": ", ".join(w.queue_names()),
              "current_job": w.get_current_job_id() or ""} for w in Worker.all(connection=connection)]
+
+
+# What a tenant's portal reads: everything through the tenant, so a page cannot reach another's rows.
+
+def portal_settings(owner_id: int) -> Portal:
+    """The owner's portal settings, or the defaults (unsaved) when it has none."""
+    return Portal.objects.filter(owner_id=owner_id).first() or Portal(owner_id=owner_id)
+
+
+def tenant_subscriptions(tenant):
+    return Subscription.objects.filter(tenant=tenant, topic__owner_id=tenant.owner_id).select_related(
+        "topic", "endpoint")
+
+
+def tenant_catalog(tenant):
+    """The owner's event types open to tenants (deprecated ones too: a page marks them)."""
+    return EventType.objects.filter(owner_id=tenant.owner_id, open_to_tenants=True)
+
+
+def tenant_topics(tenant):
+    """The owner's topics open to tenants, by name."""
+    return Topic.objects.filter(owner_id=tenant.owner_id, open_to_tenants=True).order_by("name")
+
+
+def recent_deliveries(subscription, limit: int) -> list:
+    return list(Delivery.objects.filter(subscription=subscription).select_related("message").order_by("-id")[:limit])
+
+
+def recent_transitions(endpoint, limit: int) -> list:
+    return list(endpoint.transitions.all()[:limit])
+
+
+def history_size(subscription, up_to: int) -> int:
+    """How many deliveries a subscription has, counted up to `up_to` + 1 (enough to say "more than")."""
+    return subscription.deliveries.all()[:up_to + 1].count()
+
+
+def tenant_deliveries(tenant):
+    return Delivery.objects.filter(subscription__in=tenant_subscriptions(tenant)).select_related(
+        "message", "subscription__topic", "endpoint")
+
+
+def recent_attempts(delivery, limit: int) -> list:
+    return list(delivery.attempts.select_related("exchange").order_by("-number")[:limit])
