@@ -45,11 +45,6 @@ class TenantAccess:
         return self.tenant.owner_id
 
 
-def tenant_of(request) -> TenantAccess | None:
-    auth = getattr(request, "auth", None)
-    return auth if isinstance(auth, TenantAccess) else None
-
-
 def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | None = None) -> tuple[Tenant, bool]:
     """(tenant, created); registering an external id again returns the tenant (409 if it asks for a different
     name or metadata: change it with PATCH)."""

@@ -15,9 +15,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
-from delivery.engine.accounts import tenancy
 from delivery.web.api.authentication import HeraldTokenAuthentication
 from delivery.web.api.errors import api_exception_handler
+from delivery.web.api.ownership import tenant_of
 from delivery.web.api.pagination import BoundedLimitOffsetPagination
 from delivery.web.api.parsers import SafeJSONParser
 from delivery.web.api.strict import refuse_body
@@ -48,7 +48,7 @@ class HeraldAPI:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication, permissions and throttles come first
-        access = tenancy.tenant_of(request)
+        access = tenant_of(request)
         if access is not None:
             if getattr(self, "action", None) not in self.tenant_actions:
                 raise NotFound()

@@ -3,7 +3,13 @@ A tenant (docs/tenants.md) sees its own objects of its owner's only, and the top
 
 from rest_framework.generics import get_object_or_404
 
-from delivery.engine.accounts.tenancy import tenant_of
+from delivery.engine.accounts.tenancy import TenantAccess
+
+
+def tenant_of(request) -> TenantAccess | None:
+    """The tenant a request speaks for (a tenant key's `request.auth`), or None for an owner."""
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, TenantAccess) else None
 
 
 def tenant_scope(queryset, access, owner_path: str, tenant_path: str | None):

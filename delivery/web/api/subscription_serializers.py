@@ -8,12 +8,12 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
 
-from delivery.engine.accounts import subscribing, tenancy
+from delivery.engine.accounts import subscribing
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state.effective import subscription_policy
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
 from delivery.rules import filter_policy as filters
-from delivery.web.api.ownership import tenant_scope
+from delivery.web.api.ownership import tenant_of, tenant_scope
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable, encrypt
@@ -42,7 +42,7 @@ class OwnerTuning:
 
     def _by_tenant(self) -> bool:
         request = self.context.get("request")
-        return request is not None and tenancy.tenant_of(request) is not None
+        return request is not None and tenant_of(request) is not None
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping) and self._by_tenant():
@@ -101,7 +101,7 @@ class TopicField(serializers.PrimaryKeyRelatedField):
 
     def get_queryset(self):
         request = self.context.get("request")
-        access = tenancy.tenant_of(request) if request is not None else None
+        access = tenant_of(request) if request is not None else None
         if access is None:
             return super().get_queryset()
         return tenant_scope(super().get_queryset(), access, "owner", "open")

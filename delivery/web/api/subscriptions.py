@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from delivery.engine.accounts import recovery, subscribing, tenancy
+from delivery.engine.accounts import recovery, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.intake import publishing, replay
 from delivery.models import Delivery
@@ -18,7 +18,7 @@ from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.filters import tenant_filter
 from delivery.web.api.message_serializers import DeliverySerializer
-from delivery.web.api.ownership import OwnedQuerysetMixin, owned_choices
+from delivery.web.api.ownership import OwnedQuerysetMixin, owned_choices, tenant_of
 from delivery.web.api.strict import NoBodySerializer
 from delivery.web.api.subscription_serializers import (
     ConfirmSerializer,
@@ -70,7 +70,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer = SubscriptionSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
-        access = tenancy.tenant_of(request)
+        access = tenant_of(request)
         subscription, secret = subscribing.subscription_create(
             topic=data["topic"], endpoint=data["endpoint"]["url"], tenant=access.tenant if access else None,
             delivery_policy=data.get("delivery_policy"),
