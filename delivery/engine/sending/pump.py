@@ -41,6 +41,64 @@ HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
 
 
+class Pace:
+    """The pump's loop state, and its decisions by name: when to look for due work, how much to claim, when to look
+    for handshakes. Times are `time.monotonic()` readings, passed in."""
+
+    def __init__(self, seen: int, stalls: int):
+        self.last_look = 0.0
+        self.more_due = True  # the last look found work or left some (endpoint room, batch size)
+        self.freed = True  # sends completed (or gave their slot back) since the last look
+        self.seen = seen  # the work sequence last seen: a change means new work was announced
+        self.handshakes_look_at = 0.0
+        self.announced_look_at = 0.0
+        self.stalls = stalls
+
+    def claim_size(self, moment: float, announced: int | None) -> tuple[bool, int]:
+        """(look now, how many rows at most). A look is due when the last one left work and sends completed since,
+        or LOOK_INTERVAL_SECONDS passed; new work announced since (`announced`, the work sequence when it was read,
+        else None) is taken at once by a small claim, before the next full one."""
+        look = (self.more_due and self.freed) or moment - self.last_look >= LOOK_INTERVAL_SECONDS
+        if announced is not None and announced != self.seen:
+            self.seen = announced
+            return True, ANNOUNCED_BATCH
+        return look, CLAIM_BATCH
+
+    def time_to_read_announcements(self, moment: float) -> bool:
+        if moment < self.announced_look_at:
+            return False
+        self.announced_look_at = moment + ANNOUNCED_LOOK_SECONDS
+        return True
+
+    def time_for_handshakes(self, moment: float) -> bool:
+        """A cheap look, but not one per claim of a backlog."""
+        if moment < self.handshakes_look_at:
+            return False
+        self.handshakes_look_at = moment + LOOK_INTERVAL_SECONDS
+        return True
+
+    def claimed(self, moment: float, taken: int, more: bool, batch: int, pending: int) -> None:
+        """After a claim of at most `batch` rows took `taken`. A full claim may be followed at once while little is
+        in flight (a cold start, a slow endpoint's backlog); beyond that, claims follow completions."""
+        self.last_look = moment
+        small = batch < CLAIM_BATCH
+        self.more_due = more or (small and self.more_due)
+        self.freed = (taken == batch and pending < 2 * CLAIM_BATCH) or (small and self.freed)
+
+    def stalled(self, stalls: int) -> None:
+        """A send stalled and gave its slot back: look again."""
+        if stalls != self.stalls:
+            self.stalls, self.freed = stalls, True
+
+    def claim_next(self, claiming: bool, free: int) -> bool:
+        return self.freed and self.more_due and claiming and free > 0
+
+    def announced_while_lingering(self, latest: int) -> None:
+        """New work was published while lingering: look at once, handshakes too."""
+        self.more_due, self.freed, self.seen = True, True, latest
+        self.handshakes_look_at = 0.0
+
+
 def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
     """Deliver until nothing is due and nothing is in flight; returns how many requests were sent. `transport`:
     the process's (sender.transport()) unless given; `clock`: what tells the time it claims and records at."""
@@ -52,10 +110,7 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
     handshakes: dict = {}  # confirmation requests on their way: {future: confirmation.Handshake}
     probes: set[int] = set()
     sent = 0
-    # `more_due`: the last look found work or left some (endpoint room, batch size); `freed`: sends completed since.
-    last_look, more_due, freed, seen = 0.0, True, True, queues.work_sequence(queue_name)
-    handshakes_look_at = announced_look_at = 0.0
-    stalls_seen = getattr(transport, "stalls", 0)
+    pace = Pace(queues.work_sequence(queue_name), getattr(transport, "stalls", 0))
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
@@ -63,51 +118,39 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
             if not journal.writable():  # what cannot be journaled would be resent after a crash: send little
                 free = min(free, journal.CAUTIOUS_IN_FLIGHT - transport.pending)
             if claiming and free > 0:
-                look = (more_due and freed) or time.monotonic() - last_look >= LOOK_INTERVAL_SECONDS
-                batch = CLAIM_BATCH
-                if time.monotonic() >= announced_look_at:
-                    announced_look_at = time.monotonic() + ANNOUNCED_LOOK_SECONDS
-                    latest = queues.work_sequence(queue_name)
-                    if latest != seen:  # new work was announced: a small claim at once, before the next big one
-                        look, seen, batch = True, latest, ANNOUNCED_BATCH
+                announced = (queues.work_sequence(queue_name) if pace.time_to_read_announcements(time.monotonic())
+                             else None)
+                look, batch = pace.claim_size(time.monotonic(), announced)
                 if look:
-                    last_look = time.monotonic()
-                    now = clock()
-                    if time.monotonic() >= handshakes_look_at:  # a cheap look, but not one per claim of a backlog
-                        handshakes_look_at = time.monotonic() + LOOK_INTERVAL_SECONDS
+                    moment, now = time.monotonic(), clock()
+                    if pace.time_for_handshakes(moment):
                         handshakes.update(confirmation.start_handshakes(
                             now, min(free, HANDSHAKES_PER_CLAIM), transport=transport,
                             start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
                     taken, more = claim_and_start(futures, probes, min(free, batch), per_endpoint,
                                                   transport=transport, now=now)
-                    more_due = more or (batch < CLAIM_BATCH and more_due)
-                    # A full claim may be followed at once while little is in flight (a cold start, a slow
-                    # endpoint's backlog); beyond that, claims follow completions.
-                    freed = (taken == batch and transport.pending < 2 * CLAIM_BATCH) or (batch < CLAIM_BATCH and freed)
-            stalls = getattr(transport, "stalls", 0)
-            if stalls != stalls_seen:  # a send stalled and gave its slot back: look again
-                stalls_seen, freed = stalls, True
+                    pace.claimed(moment, taken, more, batch, transport.pending)
+            pace.stalled(getattr(transport, "stalls", 0))
             if futures or handshakes:
-                claim_next = freed and more_due and claiming and free > 0
-                done = attempts.next_group([*futures, *handshakes], timeout=0 if claim_next else WATCH_SECONDS * 5)
+                wait = 0 if pace.claim_next(claiming, free) else WATCH_SECONDS * 5
+                done = attempts.next_group([*futures, *handshakes], timeout=wait)
                 for future in [future for future in done if future in handshakes]:
                     confirmation.record_handshake(handshakes.pop(future), future.result(), clock())
                 delivered = {future for future in done if future in futures}
                 if delivered:
                     sent += attempts.record_sends(delivered, futures, probes, clock())
                 if done:
-                    freed = True
+                    pace.freed = True
                 continue
-            if more_due and claiming:
-                freed = True
+            if pace.more_due and claiming:
+                pace.freed = True
                 continue
             if not claiming:
                 break
-            latest = linger(queue_name, seen)
-            if latest == seen:
+            latest = linger(queue_name, pace.seen)
+            if latest == pace.seen:
                 break
-            more_due, freed, seen = True, True, latest  # new work was published while lingering: look at once
-            handshakes_look_at = 0.0
+            pace.announced_while_lingering(latest)
     except Exception:
         log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
         attempts.settle(futures, [])
@@ -127,8 +170,8 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
                                      shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:
-        started, started_probes = attempts.start_sends(claimed, None, now, transport=transport,
-                                                 start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)
+        started, started_probes = attempts.start_sends(
+            claimed, None, now, transport=transport, start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS)
         futures.update(started)
         probes |= started_probes
     return len(claimed), bool(claimed) or more

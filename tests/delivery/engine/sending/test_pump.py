@@ -138,3 +138,32 @@ def test_a_stopping_worker_claims_nothing(user, redis_conn):
     finally:
         pump.stopping.clear()
     assert Delivery.objects.get().status == "pending"
+
+
+def test_the_pace_takes_announced_work_at_once_in_a_small_claim():
+    pace = pump.Pace(seen=7, stalls=0)
+    pace.claimed(10.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=500)  # a backlog, the transport full
+    assert pace.claim_size(10.01, announced=None) == (False, pump.CLAIM_BATCH)  # wait for completions
+    assert pace.claim_size(10.01, announced=8) == (True, pump.ANNOUNCED_BATCH)  # a publish: at once, small
+    assert pace.seen == 8 and pace.claim_size(10.02, announced=8) == (False, pump.CLAIM_BATCH)
+    assert pace.claim_size(10.0 + pump.LOOK_INTERVAL_SECONDS, announced=None) == (True, pump.CLAIM_BATCH)
+
+
+def test_the_pace_follows_a_full_claim_at_once_only_while_little_is_in_flight():
+    pace = pump.Pace(seen=0, stalls=0)
+    pace.claimed(1.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=64)
+    assert pace.freed and pace.claim_next(claiming=True, free=10)
+    pace.claimed(1.1, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=200)
+    assert not pace.freed and not pace.claim_next(claiming=True, free=10)
+    pace.stalled(1)  # a stalled send gave its slot back
+    assert pace.freed
+    pace.claimed(1.2, taken=3, more=False, batch=pump.CLAIM_BATCH, pending=3)
+    assert not pace.more_due and not pace.claim_next(claiming=True, free=10)
+
+
+def test_the_pace_looks_for_handshakes_once_an_interval():
+    pace = pump.Pace(seen=0, stalls=0)
+    assert pace.time_for_handshakes(5.0) and not pace.time_for_handshakes(5.1)
+    assert pace.time_for_handshakes(5.0 + pump.LOOK_INTERVAL_SECONDS)
+    pace.announced_while_lingering(3)
+    assert pace.time_for_handshakes(5.3) and pace.seen == 3 and pace.more_due and pace.freed
