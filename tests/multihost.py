@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from delivery.management import localredis  # noqa: E402
 from tests.stack import Postgres  # noqa: E402
 
 DB, REDIS, RX = "10.88.1.1", "10.88.2.2", "10.88.2.1"
@@ -178,7 +179,6 @@ def run(workdir: str) -> dict:
         net.up()
         Postgres(workdir, durable_commits=True, host=DB, port=5432, namespace=net.ns("db"),
                  trusted_network="10.88.1.0/24").start()
-        from delivery.management import localredis
         # Bound to the namespace's address without a password: Redis 7's protected mode would refuse every client
         # from another host (the namespaces are this test's private network).
         processes["redis"] = net.run("db", [localredis.redis_server_binary(), "--bind", REDIS, "--port", "6379",

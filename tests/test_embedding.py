@@ -15,7 +15,9 @@ from django.test import Client
 import tests.receiver_urls as hooks
 from delivery import signals
 from delivery.conf import DEFAULTS, from_environment, herald, parse
+from delivery.engine.accounts.subscribing import subscription_create, subscription_rotate_secret
 from delivery.engine.plumbing import redis_link
+from delivery.engine.state import health
 from delivery.events import PublishError, publish, publish_on_save
 from delivery.models import Delivery, Message
 from delivery.rules import signing
@@ -169,7 +171,6 @@ def test_operational_events_reach_the_operators_topic(user, receiver, settings, 
     assert events["herald.delivery.dead_lettered"]["last_error"]["response_status"] == 410
     assert "A" * 44 not in json.dumps(events)  # no secret in them
 
-    from delivery.engine.state import health
     gone.refresh_from_db()
     health.endpoint_enable(endpoint=gone)
     drain()
@@ -184,7 +185,6 @@ def test_the_receiver_helper_against_herald_itself(live_server, user, settings, 
     settings.HERALD_REQUIRE_CONFIRMATION = True
     hooks.received.clear()
     topic = Topic.objects.create(owner=user, name="orders")
-    from delivery.engine.accounts.subscribing import subscription_create, subscription_rotate_secret
     subscription, secret = subscription_create(topic=topic, endpoint=f"{live_server.url}/hooks/orders/")
     hooks.secrets[:] = [secret]
     drain()  # the confirmation request: the helper echoes the token

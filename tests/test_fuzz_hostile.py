@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +36,6 @@ def raw_json(document) -> bytes:
 
 def operations() -> list[tuple[str, str, list[str]]]:
     """(method, path, field names) of every JSON write operation, read from the schema the API serves."""
-    from django.test import Client
 
     schema = json.loads(Client(HTTP_HOST="localhost").get("/api/schema/?format=json").content)
     found = []

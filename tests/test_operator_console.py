@@ -6,6 +6,7 @@ import re
 
 import pytest
 from django.contrib.staticfiles import finders
+from rest_framework.authtoken.models import Token
 
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Endpoint, Subscription
@@ -198,7 +199,6 @@ def test_action_pages_show_their_own_request_forms(api):
 
 
 def test_authentication_and_content_type_errors_say_what_to_do(user, client):
-    from rest_framework.authtoken.models import Token
 
     token = Token.objects.create(user=user)
     assert client.get("/api/topics/", HTTP_AUTHORIZATION=f"Bearer {token.key}").status_code == 200

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
 from redis import Redis
 
 from delivery import redis_config
@@ -89,7 +90,6 @@ def test_settings_from_the_environment():
     assert queue["SENTINEL_KWARGS"]["password"] == "sentinel-pw" and "URL" not in queue
     assert redis_config.rq_queues({}, "redis://r:6379/3")["retries"]["URL"].startswith("redis://r:6379/3?")
     assert redis_config.cache(environment, "")["OPTIONS"]["sentinel"]["MASTER_NAME"] == "events"
-    from django.core.exceptions import ImproperlyConfigured
     for wrong in ("10.0.0.7", "10.0.0.7:port", ":26379"):
         with pytest.raises(ImproperlyConfigured, match="REDIS_SENTINELS"):
             redis_config.rq_queues({"REDIS_SENTINELS": wrong}, "")

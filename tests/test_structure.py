@@ -235,3 +235,20 @@ def test_the_portal_reads_through_selectors():
     tenant there, not written again in a view."""
     portal = (ROOT / "delivery" / "web" / "portal.py").read_text()
     assert [line.strip() for line in portal.splitlines() if ".objects." in line] == []
+
+
+# An AppConfig.ready() imports its models and Herald's once the apps are loaded: that is what it is for.
+TEST_IMPORTS_INSIDE_ALLOWED = {"tests/hostproject/shop/apps.py"}
+
+
+def test_tests_import_at_the_top():
+    """Tests too import at the top, so what a test module needs is read in one place (and a cycle cannot hide)."""
+    inner = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        if where in TEST_IMPORTS_INSIDE_ALLOWED:
+            continue
+        top = {line for _, line in imports(path, top_level_only=True)}
+        inner += [f"{where}:{line} imports {target}" for target, line in imports(path, top_level_only=False)
+                  if line not in top]
+    assert inner == []

@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription, Topic
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +96,6 @@ def test_another_users_objects_answer_404(api, other_api, receiver):
 def test_staff_see_everything(api, django_user_model):
     create_topic(api)
     staff = django_user_model.objects.create_user("ops", password="pw-ops-12345", is_staff=True)
-    from tests.conftest import client_for
 
     assert client_for(staff).get("/api/topics/").json()["count"] == 1
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import django_rq
 import pytest
+from django.core.cache import caches
 from django.utils import timezone
 from rq.job import Job
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -162,7 +163,6 @@ def test_redis_down_answers_503_and_writes_nothing(api, receiver, settings):
     dead = "redis://127.0.0.1:1/0"
     settings.RQ_QUEUES = {name: {"URL": dead} for name in ("deliveries", "retries")}
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": dead}}
-    from django.core.cache import caches
 
     caches._settings = None
     if hasattr(caches._connections, "default"):

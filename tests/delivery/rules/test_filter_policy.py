@@ -1,5 +1,7 @@
 """The filter-policy rules (pure), case by case from the Amazon SNS documentation's examples."""
 
+import itertools
+
 import pytest
 
 from delivery.rules import filter_policy as filters
@@ -317,7 +319,6 @@ RULE_POOL = [None, 0, 1, 1.5, "a", "ab", True, {"prefix": "a"}, {"prefix": "ab"}
 def test_compiled_conditions_mean_what_each_condition_means():
     """Every pair and triple of conditions from the pool against every value, present or not: the compiled
     conditions answer as the conditions checked one by one (`_rule_matches`)."""
-    import itertools
 
     checked = 0
     for size in (1, 2, 3):

@@ -6,13 +6,14 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.claiming import due_work, leases
 from delivery.engine.intake.publishing import Entry, message_publish_batch
 from delivery.models import Delivery
+from subscriptions.models import Endpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -151,9 +152,7 @@ def test_the_lease_and_the_write_back_find_their_rows_by_key_whatever_the_statis
 def test_a_claim_cut_off_after_its_lease_leaves_its_rows_pending(django_user_model, redis_conn, monkeypatch):
     """The database (or PgBouncer) goes away between the lease and the loads: nothing was sent, so nothing may stay
     in flight under a lease nobody holds (the reconciler would count a lost try and wait a retry delay)."""
-    from django.db import OperationalError
 
-    from subscriptions.models import Endpoint
 
     topic, _ = topic_create(owner=django_user_model.objects.create(username="cut"), name="t")
     subscription_create(topic=topic, endpoint="http://127.0.0.1:9/cut")

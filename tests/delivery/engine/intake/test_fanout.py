@@ -2,6 +2,7 @@
 
 import pytest
 
+from delivery.engine.intake.fanout import fan_out
 from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription
@@ -44,7 +45,6 @@ def test_a_fan_out_lost_with_redis_is_redone_by_the_reconciler(api, large_topic,
 
 
 def test_the_fan_out_job_is_idempotent(api, large_topic):
-    from delivery.engine.intake.fanout import fan_out
 
     publish(api, large_topic, 1)
     message = Message.objects.get()

@@ -11,7 +11,7 @@ from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery, Message
 from delivery.rules.filter_policy import explain
 from delivery.web import fanout_report
-from subscriptions.models import Subscription, Topic
+from subscriptions.models import Endpoint, Subscription, Topic
 from tests.conftest import FAST, drain, settle
 from tests.receiver import Reply
 
@@ -115,7 +115,6 @@ def test_bad_fanout_queries_are_400_and_other_owners_404(api, other_api, receive
 def test_a_large_fan_out_records_its_decisions_once_per_outcome(user, settings, redis_conn):
     """10,000 subscriptions, each filtering on its own customer: the record is ids grouped by outcome and failing
     attribute (one JSON value on the message), and the job writes only the one matching delivery."""
-    from subscriptions.models import Endpoint
 
     settings.HERALD_INLINE_FANOUT = 500
     topic = Topic.objects.create(owner=user, name="customers")
@@ -150,7 +149,6 @@ def test_a_page_of_the_report_reads_a_page(user, api, settings, redis_conn):
     """A topic of 3,000 subscriptions: `?limit=1` reads one subscription's delivery and attempts, not 3,000 (the
     count of the page's total is the database's), and a filter's failing rule, however long, is quoted in at most
     REASON_CHARS."""
-    from subscriptions.models import Endpoint
 
     settings.HERALD_INLINE_FANOUT = 5000  # the deliveries exist when the report is read
     topic = Topic.objects.create(owner=user, name="wide")

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from delivery.engine.plumbing import clock
@@ -46,7 +46,6 @@ def test_the_last_offset_is_kept_while_the_database_is_away(fresh_clock, monkeyp
         vendor = "postgresql"
 
         def cursor(self):
-            from django.db import OperationalError
             raise OperationalError("connection refused")
 
     monkeypatch.setattr(clock, "connection", Away())

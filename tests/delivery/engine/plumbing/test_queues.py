@@ -8,8 +8,11 @@ import pytest
 import redis
 from django.utils import timezone
 
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
+from delivery.engine.intake.publishing import message_publish
 from delivery.engine.plumbing import queues, redis_link, wakeup
 from delivery.engine.scheduler import dispatch
+from delivery.models import Delivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,9 +49,6 @@ def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_con
 def test_a_retry_that_fell_due_during_the_tick_ends_the_schedulers_sleep_at_once(user, redis_conn, monkeypatch):
     """A retry due between the tick's dispatch and its sleep was dispatched by nobody: sleeping until the next
     retry due after *now* (or the whole interval) would send it a tick late."""
-    from delivery.engine.accounts.subscribing import subscription_create, topic_create
-    from delivery.engine.intake.publishing import message_publish
-    from delivery.models import Delivery
 
     topic, _ = topic_create(owner=user, name="late")
     subscription_create(topic=topic, endpoint="http://127.0.0.1:9/hook")
