@@ -1,21 +1,19 @@
 """The operator console's pages of tenants (docs/tenants.md): register and edit them, their keys (a new key is
-shown once, in the message after saving; revoking is an action), a portal link for support, the event catalog and
-each owner's portal settings."""
+shown once, in the message after saving; revoking is an action), a portal link for support. The catalog's pages
+are console/event_types.py, the portal's settings console/portal_settings.py."""
 
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from delivery.engine.accounts import event_types, tenancy
+from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.rules import portal_settings
-from subscriptions.models import EventType, Portal, Tenant, TenantKey
+from subscriptions.models import Tenant, TenantKey
 
 
 class TenantKeyInline(admin.TabularInline):
@@ -110,80 +108,3 @@ class TenantKeyAdmin(admin.ModelAdmin):
         for key in queryset:
             tenancy.tenant_key_revoke(key=key, now=now)
         self.message_user(request, f"{queryset.count()} key(s) revoked.", messages.SUCCESS)
-
-
-class EventTypeForm(forms.ModelForm):
-    """The API's rules (engine/accounts/event_types.py): a name a publish may use, a bounded description, a valid
-    schema, an example that matches it, a schema to validate against; no rename under tenants that chose it."""
-
-    class Meta:
-        model = EventType
-        fields = ["owner", *event_types.FIELDS]
-
-    def clean(self):
-        data = super().clean()
-        stored = self.instance if self.instance.pk else None
-        changes = {name: data[name] for name in event_types.FIELDS if name in data
-                   and (stored is None or name in self.changed_data)}
-        for name, reason in event_types.problems(changes=changes, event_type=stored).items():
-            self.add_error(name if name in self.fields else None, reason)
-        if stored is not None and "name" in changes and not self.errors:
-            refusal = event_types.in_use_refusal(EventType.objects.get(pk=stored.pk), "renaming")
-            if refusal:
-                self.add_error("name", refusal.message)
-        return data
-
-
-@admin.register(EventType)
-class EventTypeAdmin(RefusedDeletesShown, admin.ModelAdmin):
-    form = EventTypeForm
-    list_display = ["name", "owner", "open_to_tenants", "validate_payloads", "deprecated"]
-    list_filter = ["owner", "open_to_tenants", "deprecated"]
-    search_fields = ["name", "description"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return ["owner"] if obj is not None else []
-
-    def save_model(self, request, obj, form, change):
-        """Through the services the API calls."""
-        if change:
-            stored = EventType.objects.get(pk=obj.pk)
-            form.instance = event_types.event_type_update(event_type=stored, **{
-                name: form.cleaned_data[name] for name in form.changed_data if name in event_types.FIELDS})
-        else:
-            form.instance = event_types.event_type_create(owner=obj.owner, **{
-                name: form.cleaned_data[name] for name in event_types.FIELDS if name in form.cleaned_data})
-        obj.pk = form.instance.pk  # the admin's answer names the row the service saved
-
-    def delete_model(self, request, obj):
-        event_types.event_type_delete(event_type=obj)
-
-
-class PortalForm(forms.ModelForm):
-    """The API's rules (rules/portal_settings.py): frame_ancestors go into a header of every portal answer."""
-
-    class Meta:
-        model = Portal
-        fields = ["owner", *tenancy.PORTAL_FIELDS]
-
-    def clean(self):
-        data = super().clean()
-        for name, reason in portal_settings.problems({name: data[name] for name in portal_settings.CHECKS
-                                                      if name in data}).items():
-            self.add_error(name, reason)
-        return data
-
-
-@admin.register(Portal)
-class PortalAdmin(admin.ModelAdmin):
-    form = PortalForm
-    list_display = ["owner", "name", "colour", "refresh_url"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return ["owner"] if obj is not None else []
-
-    def save_model(self, request, obj, form, change):
-        """Through the service the API calls."""
-        form.instance = tenancy.portal_update(owner=obj.owner, **{name: form.cleaned_data[name]
-                                                                  for name in tenancy.PORTAL_FIELDS})
-        obj.pk = form.instance.pk  # the admin's answer names the row the service saved
