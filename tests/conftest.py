@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The tenant-facing flows run behind the socket fence (tests/fence.py): the web and worker code they drive in this
 # process may connect to a user-chosen address only through the transport.
-FENCED = ("tests/subscriptions/test_tenants.py", "tests/subscriptions/test_isolation.py",
+FENCED = ("tests/delivery/web/api/test_tenants.py", "tests/delivery/web/api/test_isolation.py",
           "tests/delivery/test_tenant_isolation.py", "tests/delivery/test_catalog_bounds.py",
           "tests/test_secrets_in_logs.py", "tests/test_socket_fence.py")
 

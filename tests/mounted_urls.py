@@ -1,4 +1,4 @@
-"""Herald mounted under /herald/, as a host project may mount it (tests/delivery/web/test_list_parameters.py)."""
+"""Herald mounted under /herald/, as a host project may mount it (tests/delivery/web/api/test_list_parameters.py)."""
 
 from django.contrib import admin
 from django.urls import include, path

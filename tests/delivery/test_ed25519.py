@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from delivery.rules import signing
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish, subscribe
-from tests.subscriptions.test_secrets_at_rest import dump
+from tests.delivery.web.api.test_secrets_at_rest import dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from delivery.models import Attempt
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish
 from tests.delivery.transport.test_ssrf import tls_server
-from tests.subscriptions.test_secrets_at_rest import dump
+from tests.delivery.web.api.test_secrets_at_rest import dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from delivery.conf import herald
 from delivery.engine.accounts import tenancy
 from subscriptions.models import Portal, Subscription, Tenant
-from tests.subscriptions.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.test_tenants import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared

@@ -12,8 +12,8 @@ from delivery.engine.sending import oauth
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish, wait_until
+from tests.delivery.web.api.test_secrets_at_rest import dump
 from tests.receiver import Reply
-from tests.subscriptions.test_secrets_at_rest import dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CLIENT_SECRET = "client-secret-value-7f3a"

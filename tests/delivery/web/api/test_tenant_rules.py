@@ -13,7 +13,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.events import publish
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
-from tests.subscriptions.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.test_tenants import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared

@@ -19,7 +19,7 @@ from delivery.engine.state import health
 from delivery.events import PublishError, publish
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
-from tests.subscriptions.test_isolation import operations
+from tests.delivery.web.api.test_isolation import operations
 
 pytestmark = pytest.mark.django_db
 
