@@ -16,4 +16,6 @@ class DeliveryConfig(AppConfig):
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
         import_module("delivery.engine.intake.operational").connect()
-        checks.register(import_module("delivery.checks").public_url_is_set, checks.Tags.compatibility)
+        herald_checks = import_module("delivery.checks")
+        checks.register(herald_checks.public_url_is_set, checks.Tags.compatibility)
+        checks.register(herald_checks.worker_class_imports, checks.Tags.compatibility)

@@ -288,3 +288,11 @@ def test_a_deployment_without_a_public_url_is_warned(settings):
     del settings.HERALD_PUBLIC_URL
     settings.DEBUG = True  # a local run: the default is right
     assert not [message for message in run_checks() if message.id.startswith("herald.")]
+
+
+def test_a_worker_class_that_does_not_import_is_an_error(settings):
+    settings.RQ = {**settings.RQ, "WORKER_CLASS": "delivery.engine.worker.HeraldWorker"}  # before the wings
+    found = [message for message in run_checks() if message.id == "herald.E001"]
+    assert len(found) == 1 and "delivery.engine.sending.worker.HeraldWorker" in found[0].hint
+    settings.RQ = {**settings.RQ, "WORKER_CLASS": "delivery.engine.sending.worker.HeraldWorker"}
+    assert not [message for message in run_checks() if message.id == "herald.E001"]

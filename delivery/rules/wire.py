@@ -47,8 +47,8 @@ class OutgoingRequest:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
-    # OAuth2 client credentials (delivery/engine/oauth.Credentials): the transport obtains the bearer token as part
-    # of the send, and renews it once after a 401; None: no Authorization header of Herald's.
+    # OAuth2 client credentials (Credentials, delivery/engine/sending/oauth.py): the transport obtains the bearer
+    # token as part of the send, and renews it once after a 401; None: no Authorization header of Herald's.
     credentials: object | None = field(default=None, repr=False, compare=False)
     secret_headers: frozenset[str] = frozenset()  # delivery headers whose values are never recorded
 

@@ -49,8 +49,8 @@ def delivery_dead_letter(*, delivery: Delivery, now=None) -> Delivery:
         if locked.status != DeliveryStatus.PENDING:
             raise ApplicationError(f"Only a pending delivery can be dead-lettered; this one is {locked.status}.",
                                    status_code=409)
-        lifecycle.end_untried(lifecycle.pending(id=locked.id), DeliveryStatus.DEAD_LETTERED, DeadLetterReason.MANUAL,
-                         now=now or clock.now())
+        lifecycle.end_untried(lifecycle.pending(id=locked.id), DeliveryStatus.DEAD_LETTERED,
+                              DeadLetterReason.MANUAL, now=now or clock.now())
     delivery.refresh_from_db()
     return delivery
 

@@ -142,8 +142,8 @@ def expire_held(now=None) -> int:
         frozen = Q(endpoint__state=EndpointState.FROZEN)
         for reason, rows in ((DeadLetterReason.ENDPOINT_FROZEN, expired.filter(frozen)),
                              (DeadLetterReason.TTL_EXPIRED, expired.exclude(frozen))):
-            total += len(lifecycle.end_untried(lifecycle.held(id__in=list(rows.values_list("id", flat=True))), status,
-                                          reason, now=now))
+            held = lifecycle.held(id__in=list(rows.values_list("id", flat=True)))
+            total += len(lifecycle.end_untried(held, status, reason, now=now))
     return total
 
 

@@ -108,7 +108,7 @@ def prepare(claimed: list[Delivery], updates: dict, failed: list[Tried], queue_n
 
 @dataclass(frozen=True)
 class Sending:
-    """One request on its way: what `start` handed to the transport."""
+    """One request on its way: what `start_sends` handed to the transport."""
 
     delivery: Delivery
     policy: object

@@ -55,8 +55,8 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
 def batched(ready: list, probes: set[int]) -> tuple[list[list], dict]:
     """The requests to make: each row alone, except a batching subscription's rows (`max_events_per_batch` > 1),
     cut into batches in publish order. A probe always goes alone (a batch of one). Returns the units and the
-    envelopes made to measure the batched rows, for `build` to use again. A row whose envelope cannot be made goes
-    alone, so `build` fails it by itself."""
+    envelopes made to measure the batched rows, for `build_requests` to use again. A row whose envelope cannot be
+    made goes alone, so `build_requests` fails it by itself."""
     units, by_subscription, prepared = [], defaultdict(list), {}
     for delivery, policy in ready:
         if delivery.subscription.max_events_per_batch > 1 and delivery.id not in probes:

@@ -10,8 +10,6 @@ from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import EventType
 
-MAX_METADATA_BYTES = 4096
-
 
 class EventTypeSerializer(StrictInput, serializers.ModelSerializer):
     """The entry's shapes; its rules are the service's (delivery/engine/accounts/event_types.py), the admin's too."""

@@ -11,8 +11,6 @@ from delivery.web.api.base import HeraldAPI
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Portal
 
-MAX_METADATA_BYTES = 4096
-
 
 class PortalSerializer(StrictInput, serializers.ModelSerializer):
     """The settings' shapes; their rules are the service's (tenancy.portal_update), the admin's too."""
