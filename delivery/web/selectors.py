@@ -75,11 +75,15 @@ def _summarize(deliveries, attempts, published: int, window: timedelta) -> dict:
 
 
 def subscription_metrics(subscription, window: timedelta) -> dict:
+    """`published` counts what was published for the subscription's audience: for a tenant's, the messages addressed
+    to that tenant or broadcast (never another tenant's volume); for the owner's own, every message of the topic."""
     since = timezone.now() - window
     deliveries = Delivery.objects.filter(subscription=subscription, message__published_at__gte=since)
     attempts = Attempt.objects.filter(delivery__subscription=subscription, started_at__gte=since)
-    published = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since).count()
-    return _summarize(deliveries, attempts, published, window)
+    messages = Message.objects.filter(topic_id=subscription.topic_id, published_at__gte=since)
+    if subscription.tenant_id is not None:
+        messages = messages.filter(Q(tenant_id=subscription.tenant_id) | Q(broadcast=True))
+    return _summarize(deliveries, attempts, messages.count(), window)
 
 
 def topic_metrics(topic, window: timedelta) -> dict:

@@ -487,3 +487,17 @@ def test_the_public_url_is_put_in_front_of_a_path_once():
         assert public_url("/heraldic/x/") == "https://shop.example/herald/heraldic/x/"
     with override_settings(HERALD_PUBLIC_URL="https://shop.example"):
         assert public_url("/herald/portal/t/") == "https://shop.example/herald/portal/t/"
+
+
+def test_a_tenants_metrics_count_only_what_was_published_for_it(shop):
+    """Acme's subscription's `published` counts Acme's messages and broadcasts, never Globex's volume; the owner's
+    own subscription counts every message of the topic."""
+    owner = Tenant.objects.get(external_id="acme").owner
+    for tenant in ("acme", "globex", "globex", "globex"):
+        publish("orders", {"n": 1}, owner=owner, tenant=tenant)
+    publish("orders", {"n": 2}, owner=owner, broadcast=True)
+    publish("orders", {"n": 3}, owner=owner)  # the owner's own subscriptions only
+    acme = shop["acme"]["client"].get(f"/api/subscriptions/{shop['acme']['subscription']['id']}/metrics/").json()
+    assert acme["published"] == 2 and acme["matched"] == 2
+    own = next(s for s in shop["own"] if s["topic"] == shop["orders"]["id"])
+    assert shop["api"].get(f"/api/subscriptions/{own['id']}/metrics/").json()["published"] == 6
