@@ -13,12 +13,12 @@ from delivery.engine.accounts.confirmation import confirmation_request
 from delivery.engine.plumbing import clock, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
+from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
 from delivery.rules import policy as delivery_policy
-from delivery.rules import signing, subscription_rules
 from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
-from subscriptions.secrets import Unreadable
+from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
@@ -123,9 +123,55 @@ def new_secret(scheme: str, own: str | None = None) -> str:
     return own
 
 
-# Per-subscription options of how its stream is filtered and shaped, validated by the caller (the API's serializer).
+# Per-subscription options of how its stream is filtered and shaped (checked_options checks them for every door).
 STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
                   "preferred_batch_size_kb", "delivery_headers")
+
+
+def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None) -> dict:
+    """`changes` to a subscription's stream options and credentials as they are stored, checked here for every door
+    (API, admin, portal, Python): event types ([] for all); delivery headers validated, their secret values
+    encrypted (a secret given without a value keeps the stored one); a client certificate and key inspected (its
+    expiry noted; both empty remove them); OAuth2 credentials (all empty remove them and the scope; a token URL is
+    checked as an endpoint is). A 400 naming the field otherwise."""
+    changes = dict(changes)
+    current = subscription_rules.stored(subscription) if subscription is not None else {}
+    if "event_types" in changes:
+        changes["event_types"] = changes["event_types"] or []
+    if "delivery_headers" in changes:
+        changes["delivery_headers"] = _stored_headers(changes, subscription)
+    if "client_certificate" in changes or "client_key" in changes:
+        certificate, key = changes.get("client_certificate", ""), changes.get("client_key", "")
+        if certificate or key:
+            try:
+                info = client_certificates.inspect(certificate, key, now or clock.now())
+            except client_certificates.CertificateError as exc:
+                raise ApplicationError(exc.reason, field=exc.field) from None
+            changes["client_certificate_expires_at"] = info.not_after
+        else:
+            changes.update(client_certificate="", client_key="", client_certificate_expires_at=None)
+    credentials = subscription_rules.OAUTH_CREDENTIALS
+    if any(name in changes for name in credentials):
+        if not any({**current, **changes}.get(name) for name in credentials):  # all three removed
+            changes.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
+        elif changes.get("oauth_token_url"):
+            changes["oauth_token_url"] = checked_url(changes["oauth_token_url"], "oauth_token_url")
+    return changes
+
+
+def _stored_headers(changes: dict, subscription: Subscription | None) -> list[dict]:
+    stored = {h["name"].lower(): h["value"] for h in getattr(subscription, "delivery_headers", None) or []
+              if h.get("secret")}
+    oauth = bool(changes.get("oauth_token_url", getattr(subscription, "oauth_token_url", "")))
+    try:
+        checked = delivery_headers.validate(changes["delivery_headers"], kept_secrets=set(stored), oauth=oauth)
+    except delivery_headers.HeaderError as exc:
+        raise ApplicationError(str(exc), field="delivery_headers") from None
+    for header in checked:
+        if header.get("secret"):
+            kept = header["value"] is None
+            header["value"] = stored[header["name"].lower()] if kept else encrypt(header["value"])
+    return checked
 
 
 def subscription_create(
@@ -135,12 +181,13 @@ def subscription_create(
     """(subscription, signing secret), the secret shown to the caller this once. `secret`: a `whsec_` secret of the
     caller's own (its receiver is configured with it before subscribing, so the confirmation handshake that goes
     out during this call verifies), else Herald makes one. `credentials`: the model's
-    client-certificate and OAuth2 fields, validated by the caller (the API's serializer). Like SNS Subscribe,
+    client-certificate and OAuth2 fields and stream options, checked here (`checked_options`). Like SNS Subscribe,
     subscribing an endpoint again to the same topic returns the existing subscription (secret None: it is never
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
     different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
     types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
     validate_policy(delivery_policy)
+    credentials = checked_options(credentials)
     if tenant is not None:
         tenant_rules(topic, tenant, credentials.get("event_types"))
     check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
@@ -214,6 +261,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
+    changes = checked_options(changes, subscription, now=now)
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:
         tenant_rules(subscription.topic, subscription.tenant, changes["event_types"],

@@ -8,15 +8,13 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework import serializers
 
-from delivery.engine.accounts import subscribing
-from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state.effective import subscription_policy
-from delivery.rules import client_certificates, delivery_headers, publish_input, signing, subscription_rules
+from delivery.rules import client_certificates, delivery_headers, publish_input, signing
 from delivery.rules import filter_policy as filters
 from delivery.web.api.ownership import tenant_of, tenant_scope
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
-from subscriptions.secrets import Unreadable, encrypt
+from subscriptions.secrets import Unreadable
 from subscriptions.states import SignatureScheme
 
 
@@ -125,7 +123,10 @@ class DeliveryHeadersField(serializers.JSONField):
 
 
 class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
-    """Output and input of subscriptions. The secret is never part of it (see SubscriptionCreatedSerializer)."""
+    """Output and input of subscriptions: shapes only. The rules (subscription_rules) and what is stored of the
+    stream options and credentials (delivery headers encrypted, a client certificate inspected, a token URL
+    checked) are the service's, checked once for every door (subscribing.checked_options, check_rules). The secret
+    is never part of it (see SubscriptionCreatedSerializer)."""
 
     owner_tuning = ("delivery_policy", "effective_delivery_policy", "max_events_per_batch", "preferred_batch_size_kb")
 
@@ -188,36 +189,6 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
 
-    def validate(self, data):
-        data = super().validate(data)
-        current = subscription_rules.stored(self.instance) if self.instance is not None else {}
-        # The subscription's rules (subscription_rules.problems) are the service's, checked once, where every door
-        # writes: a break is its 400, naming the field.
-        if "event_types" in data:
-            data["event_types"] = data["event_types"] or []
-        if "delivery_headers" in data:
-            data["delivery_headers"] = self._stored_headers(data)
-        if "client_certificate" in data or "client_key" in data:
-            certificate, key = data.get("client_certificate", ""), data.get("client_key", "")
-            if certificate or key:
-                try:
-                    info = client_certificates.inspect(certificate, key, timezone.now())
-                except client_certificates.CertificateError as exc:
-                    raise serializers.ValidationError({exc.field: [exc.reason]}) from None
-                data["client_certificate_expires_at"] = info.not_after
-            else:
-                data.update(client_certificate="", client_key="", client_certificate_expires_at=None)
-        credentials = subscription_rules.OAUTH_CREDENTIALS
-        if any(name in data for name in credentials):
-            if not any({**current, **data}.get(name) for name in credentials):  # all three removed
-                data.update(oauth_token_url="", oauth_client_id="", oauth_client_secret="", oauth_scope="")
-            elif "oauth_token_url" in data:
-                try:
-                    data["oauth_token_url"] = subscribing.checked_url(data["oauth_token_url"], "oauth_token_url")
-                except ApplicationError as exc:
-                    raise serializers.ValidationError(exc.as_payload()) from None
-        return data
-
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document
 
@@ -233,22 +204,6 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         if obj.previous_secret_expires_at is None or obj.previous_secret_expires_at <= timezone.now():
             return None
         return public_key_of(obj.previous_secret)
-
-    def _stored_headers(self, data) -> list[dict]:
-        """The delivery headers checked, with secret values encrypted (a secret given without a value keeps the
-        stored one)."""
-        stored = {h["name"].lower(): h["value"] for h in getattr(self.instance, "delivery_headers", None) or []
-                  if h.get("secret")}
-        oauth = bool(data.get("oauth_token_url", getattr(self.instance, "oauth_token_url", "")))
-        try:
-            checked = delivery_headers.validate(data["delivery_headers"], kept_secrets=set(stored), oauth=oauth)
-        except delivery_headers.HeaderError as exc:
-            raise serializers.ValidationError({"delivery_headers": [str(exc)]}) from None
-        for header in checked:
-            if header.get("secret"):
-                kept = header["value"] is None
-                header["value"] = stored[header["name"].lower()] if kept else encrypt(header["value"])
-        return checked
 
     def validate_topic(self, topic):
         request = self.context["request"]

@@ -76,7 +76,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
             signature_scheme=data.get("signature_scheme"), secret=data.get("secret"),
-            **{name: data[name] for name in ("client_certificate", "client_key", "client_certificate_expires_at",
+            **{name: data[name] for name in ("client_certificate", "client_key",
                                              "oauth_token_url", "oauth_client_id", "oauth_client_secret",
                                              "oauth_scope", *subscribing.STREAM_OPTIONS) if name in data},
         )
