@@ -4,8 +4,13 @@ attributes; Herald's own headers cannot be overridden."""
 import pytest
 from django.db import connection
 
+from delivery.engine.accounts import subscribing
+from delivery.engine.accounts.subscribing import subscription_create, topic_create
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Attempt
 from delivery.rules.delivery_headers import HeaderError, resolve, shown, validate
+from subscriptions.models import Subscription
+from subscriptions.secrets import PREFIX, decrypt
 from tests.conftest import settle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,3 +111,23 @@ def test_bad_headers_answer_400_and_change_nothing(api, receiver):
     assert response.json()["delivery_headers"] == ["[1].name: Host is set by Herald and cannot be given"]
     assert api.get(f"/api/subscriptions/{created.json()['id']}/").json()["delivery_headers"] == [
         {"name": "X-A", "value": "1", "secret": False}]
+
+
+def test_a_python_caller_gets_the_apis_checks_and_encryption(user):
+    """subscription_create and subscription_update store delivery headers, certificates and token URLs through the
+    same checks as the API (subscribing.checked_options): a secret value is encrypted at rest, a bad header is a
+    400 naming the field, and nothing is written."""
+    topic, _ = topic_create(owner=user, name="orders")
+    subscription, _ = subscription_create(topic=topic, endpoint="http://127.0.0.1:9/h", delivery_headers=[
+        {"name": "X-Api-Key", "value": "s3cret-value", "secret": True}])
+    stored = subscription.delivery_headers[0]["value"]
+    assert stored.startswith(PREFIX) and decrypt(stored) == "s3cret-value"
+    with pytest.raises(ApplicationError) as refused:
+        subscribing.subscription_update(subscription=subscription,
+                                        delivery_headers=[{"name": "Bad Name", "value": "x"}])
+    assert list(refused.value.as_payload()) == ["delivery_headers"]
+    with pytest.raises(ApplicationError) as refused:
+        subscription_create(topic=topic, endpoint="http://127.0.0.1:9/other", client_certificate="not a PEM",
+                            client_key="")
+    assert list(refused.value.as_payload())[0] in ("client_certificate", "client_key")
+    assert Subscription.objects.count() == 1
