@@ -35,6 +35,7 @@ run: install
 
 # A demo receiver that prints what Herald delivers: `make receiver` (port 9000); SECRET=whsec_… verifies
 # signatures, FAIL=503 answers that status.
+receiver: export DEBUG ?= 1
 receiver: install
 	$(BIN)/python manage.py herald_receiver --port $(or $(PORT),9000) $(if $(SECRET),--secret $(SECRET)) \
 		$(if $(FAIL),--fail-with $(FAIL))

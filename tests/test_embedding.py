@@ -288,6 +288,9 @@ def test_a_deployment_without_a_public_url_is_warned(settings):
     del settings.HERALD_PUBLIC_URL
     settings.DEBUG = True  # a local run: the default is right
     assert not [message for message in run_checks() if message.id.startswith("herald.")]
+    for broken in ("shop.example", "ftp://shop.example", "https://"):
+        settings.HERALD_PUBLIC_URL = broken
+        assert [message.id for message in run_checks() if message.id.startswith("herald.")] == ["herald.E002"]
 
 
 def test_a_worker_class_that_does_not_import_is_an_error(settings):

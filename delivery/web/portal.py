@@ -121,7 +121,8 @@ def _headers(response, portal, nonce: str):
 
 
 def _page(request, template: str, context: dict, status: int = 200):
-    return render(request, f"herald/portal/{template}", {**request.portal, **context}, status=status)
+    return render(request, f"herald/portal/{template}", {
+        **request.portal, "confirm_first": herald.REQUIRE_CONFIRMATION, **context}, status=status)
 
 
 def _url(request, name: str, *args) -> str:
@@ -143,7 +144,15 @@ def home(request):
                  or s.status != Subscription.Status.CONFIRMED]
     return _page(request, "home.html", {"subscriptions": subscriptions, "attention": attention,
                                         "show_topic": _show_topic(request, subscriptions),
-                                        "done": DONE.get(request.GET.get("done", ""))})
+                                        "done": _done(request)})
+
+
+def _done(request) -> str | None:
+    """What the last action did, in words (a changed URL is held for consent only where consent is asked)."""
+    done = request.GET.get("done", "")
+    if done == "move" and not herald.REQUIRE_CONFIRMATION:
+        return "The URL is changed: events go there from now on."
+    return DONE.get(done)
 
 
 def _show_topic(request, subscriptions) -> bool:
@@ -214,7 +223,7 @@ def _subscription_page(request, subscription: Subscription, *, error: str = "", 
     return _page(request, "subscription.html", {
         "subscription": subscription, "endpoint": subscription.endpoint, "deliveries": deliveries,
         "transitions": selectors.recent_transitions(subscription.endpoint, 5),
-        "done": DONE.get(request.GET.get("done", "")),
+        "done": _done(request),
         "types": _catalog(request).filter(deprecated=False), "error": error,
         "refresh": waiting and not error,  # an action's refusal is answered at the action's URL, which only POSTs
         "show_topic": _show_topic(request, [subscription])}, status=status)
@@ -283,7 +292,7 @@ def delivery_detail(request, delivery_id: int):
     retryable = delivery.status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
     return _page(request, "delivery.html", {"delivery": delivery, "attempts": attempts, "retryable": retryable,
                                             "refresh": delivery.status in UNFINISHED,
-                                            "done": DONE.get(request.GET.get("done", ""))})
+                                            "done": _done(request)})
 
 
 @portal_page

@@ -202,3 +202,10 @@ def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):
     assert topic["name"] == "orders" and not {"delivery_policy", "message_retention_days"} & set(topic)
     assert {"delivery_policy", "message_retention_days"} <= set(shop["api"].get(
         f"/api/topics/{shop['orders']['id']}/").json())
+
+
+@pytest.mark.parametrize("confirm,said", [(True, "receives a confirmation request first"),
+                                          (False, "Events start to arrive at once")])
+def test_the_portal_promises_a_confirmation_only_where_one_is_asked(shop, link, client, settings, confirm, said):
+    settings.HERALD_REQUIRE_CONFIRMATION = confirm
+    assert said in client.get(f"{link}endpoints/new/").content.decode()
