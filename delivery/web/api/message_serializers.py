@@ -46,11 +46,15 @@ class DeliveryDetailSerializer(DeliverySerializer):
 
 class MessageSerializer(serializers.ModelSerializer):
     topic_name = serializers.CharField(source="topic.name", read_only=True)
+    tenant = serializers.SlugRelatedField(
+        slug_field="external_id", read_only=True,
+        help_text="The tenant it was published for (its subscriptions and the owner's own); empty: the owner's own "
+                  "subscriptions only, or every tenant's with `broadcast`.")
 
     class Meta:
         model = Message
         fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
-                  "published_at", "idempotency_key", "ordering_key", "schema_mismatch"]
+                  "published_at", "idempotency_key", "ordering_key", "tenant", "broadcast", "schema_mismatch"]
         read_only_fields = fields
 
 

@@ -51,7 +51,7 @@ class MessageViewSet(ReadOnlyViewSet):
     (delivery created, filtered out and by which attribute, not confirmed, paused, subscribed after) and where the
     delivery stands; `fanout` pages through all of them."""
 
-    queryset = Message.objects.select_related("topic")
+    queryset = Message.objects.select_related("topic", "tenant")
     owner_path = "topic__owner"
     serializer_class = MessageSerializer
     detail_serializer_class = MessageDetailSerializer

@@ -64,8 +64,8 @@ class MessageAdmin(ButtonsMixin, ReadOnlyAdmin):
     list_filter = ["event_type", "published_at"]
     search_fields = ["=id", "subject", "topic__name", "idempotency_key"]
     list_select_related = ["topic"]
-    fields = ["id", "topic", "event_type", "subject", "published_at", "idempotency_key", "schema_mismatch",
-              "attributes_view", "payload_view", "fanout_view"]
+    fields = ["id", "topic", "event_type", "subject", "published_at", "idempotency_key", "tenant", "broadcast",
+              "schema_mismatch", "attributes_view", "payload_view", "fanout_view"]
     readonly_fields = fields
 
     @admin.display(description="attributes")

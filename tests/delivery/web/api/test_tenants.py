@@ -501,3 +501,14 @@ def test_a_tenants_metrics_count_only_what_was_published_for_it(shop):
     assert acme["published"] == 2 and acme["matched"] == 2
     own = next(s for s in shop["own"] if s["topic"] == shop["orders"]["id"])
     assert shop["api"].get(f"/api/subscriptions/{own['id']}/metrics/").json()["published"] == 6
+
+
+def test_a_message_shows_whom_it_was_published_for(shop, admin_client):
+    owner = Tenant.objects.get(external_id="acme").owner
+    for_acme = publish("orders", {"n": 1}, owner=owner, tenant="acme")
+    for_all = publish("orders", {"n": 2}, owner=owner, broadcast=True)
+    shown = {m: shop["api"].get(f"/api/messages/{m.id}/").json() for m in (for_acme, for_all)}
+    assert (shown[for_acme]["tenant"], shown[for_acme]["broadcast"]) == ("acme", False)
+    assert (shown[for_all]["tenant"], shown[for_all]["broadcast"]) == (None, True)
+    page = admin_client.get(f"/admin/herald_delivery/message/{for_acme.id}/change/").content.decode()
+    assert "Acme" in page and "Broadcast" in page
