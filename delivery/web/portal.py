@@ -36,7 +36,7 @@ from delivery.engine.state import health
 from delivery.rules import portal_settings
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
 from delivery.web import selectors
-from subscriptions.models import Portal, Subscription
+from subscriptions.models import Subscription
 from subscriptions.states import EndpointState
 
 RECENT_DELIVERIES = 25
@@ -62,7 +62,7 @@ def portal_page(view):
             access, expires = tenancy.portal_access(token)
         except tenancy.LinkRefused as refused:
             return _refused(request, refused, nonce)
-        portal = _portal_of(access.owner_id)
+        portal = selectors.portal_settings(access.owner_id)
         request.portal = {"access": access, "tenant": access.tenant, "token": token, "portal": portal,
                           "brand": portal_settings.brand_colour(portal.colour), "nonce": nonce,
                           "expires": datetime.fromtimestamp(expires, tz=UTC),
@@ -81,10 +81,6 @@ def portal_page(view):
     return wrapper
 
 
-def _portal_of(owner_id: int) -> Portal:
-    return selectors.portal_settings(owner_id)
-
-
 def _refused(request, refused: tenancy.LinkRefused, nonce: str):
     """A link Herald did not sign: a plain 403 page. A genuine link that expired: a browser opening it (GET) is sent
     to the owner's refresh URL, which issues a fresh one, for as long again as a link may live at most (so an old
@@ -92,7 +88,7 @@ def _refused(request, refused: tenancy.LinkRefused, nonce: str):
     if refused.owner_id is None:
         return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused), "nonce": nonce},
                                status=403), None, nonce)
-    portal = _portal_of(refused.owner_id)
+    portal = selectors.portal_settings(refused.owner_id)
     refresh = portal_settings.refresh_url(portal.refresh_url)
     recently = refused.expired_for is not None and refused.expired_for <= herald.PORTAL_LINK_MAX_SECONDS
     if refresh and recently and request.method == "GET":
