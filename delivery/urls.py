@@ -65,9 +65,14 @@ urlpatterns = [
     path("portal/<str:token>/", include([
         path("", portal.home, name="portal-home"),
         path("event-types/", portal.event_types, name="portal-event-types"),
-        path("endpoints/new/", portal.subscription_new, name="portal-new"),
-        path("endpoints/<int:subscription_id>/", portal.subscription_detail, name="portal-subscription"),
-        path("endpoints/<int:subscription_id>/<str:name>/", portal.subscription_action, name="portal-action"),
+        path("subscriptions/new/", portal.subscription_new, name="portal-subscription-new"),
+        path("subscriptions/<int:subscription_id>/", portal.subscription_detail, name="portal-subscription"),
+        path("subscriptions/<int:subscription_id>/<str:name>/", portal.subscription_action,
+             name="portal-subscription-action"),
+        # The same pages at their addresses before 2026-11 (a page opened before an upgrade keeps working).
+        path("endpoints/new/", portal.subscription_new),
+        path("endpoints/<int:subscription_id>/", portal.subscription_detail),
+        path("endpoints/<int:subscription_id>/<str:name>/", portal.subscription_action),
         path("deliveries/<int:delivery_id>/", portal.delivery_detail, name="portal-delivery"),
         path("deliveries/<int:delivery_id>/retry/", portal.delivery_retry, name="portal-retry"),
         path("<path:rest>", portal.not_found, name="portal-not-found"),  # a 404 with the portal's headers

@@ -1,5 +1,6 @@
 """The admin console: every page renders, actions call the services, secrets stay hidden, the dashboard."""
 
+import json
 import re
 from datetime import timedelta
 
@@ -9,10 +10,13 @@ from django.db import connection
 from django.utils import timezone
 from rq import Worker
 
+from delivery.engine.accounts import tenancy
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.sending import attempts
 from delivery.engine.state import health
 from delivery.models import Attempt, Delivery, Replay
 from delivery.receiver import generate_secret
+from delivery.rules import tenant_rules
 from delivery.web.console.deliveries import AttemptInline
 from subscriptions.models import Endpoint, EventType, Subscription, Tenant, TenantKey
 from tests.conftest import settle, wait_until
@@ -251,11 +255,14 @@ def test_a_deliverys_page_shows_one_moment_while_a_worker_records(admin_client, 
     assert Delivery.objects.get().status == "succeeded"  # which did happen
 
 
+NO_KEY_FORMS = {"keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0", "keys-MIN_NUM_FORMS": "0",
+                "keys-MAX_NUM_FORMS": "1000"}
+
+
 def test_tenants_in_the_admin(admin_client, user):
     """Register a tenant, give it a key (shown once, in the message), revoke it; the catalog refuses a bad schema."""
     added = admin_client.post("/admin/herald_subscriptions/tenant/add/", {
-        "owner": user.id, "external_id": "acme", "name": "Acme Ltd", "metadata": "{}",
-        "keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0", "keys-MIN_NUM_FORMS": "0", "keys-MAX_NUM_FORMS": "1000"})
+        "owner": user.id, "external_id": "acme", "name": "Acme Ltd", "metadata": "{}", **NO_KEY_FORMS})
     assert added.status_code == 302, added.content[:2000]
     tenant = Tenant.objects.get(external_id="acme")
     made = admin_client.post("/admin/herald_subscriptions/tenant/",
@@ -273,4 +280,39 @@ def test_tenants_in_the_admin(admin_client, user):
     refused = admin_client.post("/admin/herald_subscriptions/eventtype/add/", {
         "owner": user.id, "name": "order.created", "schema": '{"type": "nonsense"}', "example": "null"})
     assert refused.status_code == 200 and "not a valid JSON Schema" in refused.content.decode()
+    assert not EventType.objects.exists()
+
+
+def test_a_tenants_rules_hold_at_every_door(admin_client, api, user):
+    """Metadata is an object of at most 4 KiB as JSON (rules/tenant_rules.py), asked by the service: through the
+    API, the admin and Python alike, refused with the field named and nothing written."""
+    big = {"notes": "x" * tenant_rules.MAX_METADATA_BYTES}
+    through_api = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme", "metadata": big}, format="json")
+    assert through_api.status_code == 400 and "metadata" in through_api.json(), through_api.content
+    with pytest.raises(ApplicationError) as refused:
+        tenancy.tenant_create(owner=user, external_id="acme", metadata=big)
+    assert refused.value.field == "metadata"
+    assert not Tenant.objects.exists()
+
+    tenant, _ = tenancy.tenant_create(owner=user, external_id="acme", name="Acme")
+    assert api.patch(f"/api/tenants/{tenant.id}/", {"metadata": ["a list"]}, format="json").json() == {
+        "metadata": ["must be an object"]}
+    page = admin_client.post(f"/admin/herald_subscriptions/tenant/{tenant.id}/change/", {
+        "name": "Acme Ltd", "metadata": json.dumps(big), **NO_KEY_FORMS})
+    assert page.status_code == 200 and "must be at most 4096 bytes as JSON" in page.content.decode()
+    assert Tenant.objects.get(id=tenant.id).name == "Acme"  # nothing written, the name neither
+    saved = admin_client.post(f"/admin/herald_subscriptions/tenant/{tenant.id}/change/", {
+        "name": "Acme Ltd", "metadata": '{"plan": "gold"}', **NO_KEY_FORMS})
+    assert saved.status_code == 302
+    assert (Tenant.objects.get(id=tenant.id).name, Tenant.objects.get(id=tenant.id).metadata) == (
+        "Acme Ltd", {"plan": "gold"})
+
+
+def test_the_console_shows_every_error_at_once(admin_client, user):
+    """A field the form itself refuses does not hide what the service says of the others (it is asked too, and
+    what it wrote is rolled back)."""
+    page = admin_client.post("/admin/herald_subscriptions/eventtype/add/", {
+        "owner": user.id, "name": "a.d", "description": "d" * 1001, "schema": "null", "example": "null"})
+    errors = re.findall(r'class="errorlist[^>]*>(.*?)</ul', page.content.decode(), re.S)
+    assert any("required" in e for e in errors) and any("at most 1000 characters" in e for e in errors), errors
     assert not EventType.objects.exists()

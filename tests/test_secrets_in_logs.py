@@ -39,7 +39,7 @@ def test_no_secret_reaches_a_log_line(api, receiver, client, caplog, settings, r
     portal = link["url"] if "url" in link else link["path"]
     secrets["portal token"] = portal.rstrip("/").rsplit("/", 1)[-1]
     assert client.get(portal).status_code == 200
-    assert client.get(portal + "endpoints/999999/").status_code == 404  # Django: "Not Found: /portal/<token>/…"
+    assert client.get(portal + "subscriptions/999999/").status_code == 404  # Django: "Not Found: /portal/<token>/…"
     assert client.get(portal + "no-such-page/").status_code == 404
     assert client.get(tenancy.portal_link(Tenant.objects.get(), read_only=True) + "x/").status_code == 404
 
@@ -74,7 +74,7 @@ def test_no_secret_reaches_a_log_line(api, receiver, client, caplog, settings, r
         surface.exception("failed", stack_info=True)
 
     logged = lines(caplog)
-    assert "Not Found: /portal/[redacted]/endpoints/999999/" in logged  # the lines were seen, and redacted
+    assert "Not Found: /portal/[redacted]/subscriptions/999999/" in logged  # the lines were seen, and redacted
     assert "Bearer [redacted]" in logged and "RuntimeError: could not use whsec_[redacted]" in logged
     assert {name: secret for name, secret in secrets.items() if secret in logged} == {}
     assert len(secrets) >= 7
@@ -104,7 +104,7 @@ def test_no_secret_reaches_the_output_of_gunicorn_or_a_worker(api, user, receive
         token = token_hex(32)  # a confirmation token's shape, in the access log's request line
         with open(worker_log, "w") as output:
             processes.worker(output=output, LOG_LEVEL="DEBUG", RQ_LOG_LEVEL="DEBUG")
-            for path in (portal, portal + "endpoints/999999/", portal + "nowhere/",
+            for path in (portal, portal + "subscriptions/999999/", portal + "nowhere/",
                          f"/api/subscriptions/confirm/?token={token}"):
                 requests.get(base + path, timeout=10)
             requests.get(f"{base}/api/no-such-route/", headers={"Authorization": f"Bearer {key}"}, timeout=10)
@@ -116,7 +116,7 @@ def test_no_secret_reaches_the_output_of_gunicorn_or_a_worker(api, user, receive
         server.terminate()
         server.wait(20)
     logged = web_log.read_text() + worker_log.read_text()
-    assert "/portal/[redacted]/endpoints/999999/" in logged and "token=[redacted]" in logged  # lines were written
+    assert "/portal/[redacted]/subscriptions/999999/" in logged and "token=[redacted]" in logged  # lines were written
     issued = {"tenant key": key, "portal token": portal.strip("/").rsplit("/", 1)[-1], "confirmation token": token,
                "signing secret": created["secret"], "client secret": CLIENT_SECRET,
                **{f"bearer {n}": bearer for n, bearer in enumerate(authority.issued)}}

@@ -98,7 +98,7 @@ def test_two_customers_each_add_their_endpoint_through_a_portal_link(live_server
         assert base.startswith(f"{live_server.url}/herald/portal/")  # a full link, as the API's
         base = urlsplit(base).path
         hook = f"/customers/{customer.id}/hook/"
-        added = client.post(f"{base}endpoints/new/", {"url": live_server.url + hook, "topic": orders["id"]})
+        added = client.post(f"{base}subscriptions/new/", {"url": live_server.url + hook, "topic": orders["id"]})
         assert added.status_code == 200 and "shown only this once" in added.content.decode(), added.content[:3000]
         views.CUSTOMER_SECRETS[hook] = [re.search(r'id="secret"[^>]*>(whsec_[^<]+)<', added.content.decode()).group(1)]
     drain()  # each customer's receiver verifies and answers its own handshake

@@ -25,7 +25,7 @@ from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
-from delivery.rules import portal_settings
+from delivery.rules import portal_settings, tenant_rules
 from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
 
 KEY_PREFIX = "htk_"
@@ -48,6 +48,9 @@ class TenantAccess:
 def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | None = None) -> tuple[Tenant, bool]:
     """(tenant, created); registering an external id again returns the tenant (409 if it asks for a different
     name or metadata: change it with PATCH)."""
+    found = tenant_rules.problems({"name": name, "metadata": metadata or {}})
+    if found:
+        raise ApplicationError.of_problems(found)
     existing = Tenant.objects.filter(owner=owner, external_id=external_id).first()
     if existing is None:
         limit = herald.MAX_TENANTS_PER_OWNER
@@ -68,6 +71,24 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
                                f"{' and '.join(different)}; change it with PATCH {path}.",
                                field="external_id", status_code=409)
     return existing, False
+
+
+TENANT_FIELDS = ("name", "metadata")  # what changes after registering: the external id is the owner's key for it
+
+
+def tenant_update(*, tenant: Tenant, **changes) -> Tenant:
+    """The tenant with `changes` (name, metadata) applied; a 400 naming each the rules refuse, nothing written."""
+    unknown = set(changes) - set(TENANT_FIELDS)
+    if unknown:
+        raise ApplicationError(f"{', '.join(sorted(unknown))}: not changed after registering (the external id is "
+                               f"what your publishes name the tenant by)", field=sorted(unknown)[0])
+    found = tenant_rules.problems(changes)
+    if found:
+        raise ApplicationError.of_problems(found)
+    for name, value in changes.items():
+        setattr(tenant, name, value)
+    tenant.save(update_fields=list(changes) or None)
+    return tenant
 
 
 def tenant_delete(*, tenant: Tenant, now=None) -> None:

@@ -1,13 +1,52 @@
-"""The effective delivery policy of a subscription: its own, else its topic's, else the system default."""
+"""The effective delivery policy of a subscription: its own, else its topic's, else the system default.
+
+Parsed once per process per version of a stored document: the parse is kept under whose document it is (the
+subscription's or the topic's id) beside the document it was made from; a claim compares the document it loaded
+with the one kept (a dict comparison, no serialising) and parses again only when it changed, however it changed
+(the API, the admin, SQL). The documents are kept as the owner gave them (as SNS shows a DeliveryPolicy as set);
+PostgreSQL's jsonb already stores them in one canonical form, and the effective policy is shown beside them."""
 
 import json
 import logging
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 
 from delivery.conf import herald
 from delivery.rules import policy
 
 log = logging.getLogger(__name__)
+
+KEPT = 8192  # parsed documents per process: far more than the subscriptions one claim loop sees in a minute
+
+
+class _Parsed:
+    """The parse of each owner's document, most recently used last; the oldest go when more than KEPT are kept."""
+
+    def __init__(self, size: int = KEPT):
+        self._size = size
+        self._kept: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, document) -> policy.DeliveryPolicy:
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None and type(hit[0]) is type(document) and hit[0] == document:
+                self._kept.move_to_end(key)
+                return hit[1]
+        parsed = policy.parse(document)  # raises PolicyError for a document that no longer parses: nothing kept
+        with self._lock:
+            self._kept[key] = (json.loads(json.dumps(document)), parsed)  # a copy: the caller's dict may change
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return parsed
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+_parsed = _Parsed()
 
 
 def system_default():
@@ -18,21 +57,20 @@ def system_default():
     return raw
 
 
-@lru_cache(maxsize=4096)
-def _parse_cached(document_json: str) -> policy.DeliveryPolicy:
-    return policy.parse(json.loads(document_json))
-
-
-def policy_for(subscription_policy, topic_policy) -> policy.DeliveryPolicy:
-    """Hot path: parse once per distinct document per process."""
-    for document in (subscription_policy, topic_policy, system_default()):
+def policy_for(subscription_policy, topic_policy, *, subscription_id=None, topic_id=None) -> policy.DeliveryPolicy:
+    """The first of the subscription's, the topic's and the system's documents that is set, parsed. The ids name
+    whose documents they are (the parse is kept under them); without one, the document itself is the key."""
+    for kind, owner_id, document in (("subscription", subscription_id, subscription_policy),
+                                     ("topic", topic_id, topic_policy), ("default", 0, system_default())):
         if document:
-            return _parse_cached(json.dumps(document, sort_keys=True))
-    return _parse_cached(json.dumps("sns-default"))
+            key = (kind, owner_id) if owner_id is not None else ("document", json.dumps(document, sort_keys=True))
+            return _parsed.get(key, document)
+    return _parsed.get(("default", 0), "sns-default")
 
 
 def subscription_policy(subscription) -> policy.DeliveryPolicy:
-    return policy_for(subscription.delivery_policy, subscription.topic.delivery_policy)
+    return policy_for(subscription.delivery_policy, subscription.topic.delivery_policy,
+                      subscription_id=subscription.pk, topic_id=subscription.topic.pk)
 
 
 def subscription_policy_or_default(subscription) -> tuple[policy.DeliveryPolicy, Exception | None]:

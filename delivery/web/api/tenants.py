@@ -17,21 +17,12 @@ from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Tenant, TenantKey
 
-MAX_METADATA_BYTES = 4096
-
 
 class TenantSerializer(StrictInput, serializers.ModelSerializer):
     class Meta:
         model = Tenant
         fields = ["id", "external_id", "name", "metadata", "created_at"]
         read_only_fields = ["id", "created_at"]
-
-    def validate_metadata(self, value):
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("must be an object")
-        if len(str(value)) > MAX_METADATA_BYTES:
-            raise serializers.ValidationError(f"must be at most {MAX_METADATA_BYTES} characters")
-        return value
 
 
 class TenantUpdateSerializer(TenantSerializer):
@@ -116,6 +107,9 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         tenant, created = tenancy.tenant_create(owner=request.user, **serializer.validated_data)
         return Response(TenantSerializer(tenant).data, status=status.HTTP_201_CREATED if created else 200)
+
+    def perform_update(self, serializer):
+        serializer.instance = tenancy.tenant_update(tenant=serializer.instance, **serializer.validated_data)
 
     def perform_destroy(self, instance):
         tenancy.tenant_delete(tenant=instance)

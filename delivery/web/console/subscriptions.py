@@ -1,5 +1,5 @@
 """The operator console's pages of topics and subscriptions: policies edited with their schedule shown, the
-subscription rules checked as the API checks them, changes saved through the same service as the API, and the
+subscription rules checked by the service the API calls, as it writes the change (console/service_forms.py), and the
 redrive, pause, resume, resend-confirmation and replay buttons and actions."""
 
 import json
@@ -14,16 +14,16 @@ from django.utils.html import format_html, format_html_join
 
 from delivery.engine.accounts import recovery, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
-from delivery.engine.accounts.subscribing import validate_policy
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state.effective import policy_for, subscription_policy, system_default
-from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
+from delivery.rules import client_certificates, delivery_headers
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.console.buttons import Button, ButtonsMixin
+from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 from subscriptions.models import Subscription, Topic
-from subscriptions.states import EndpointState, SignatureScheme
+from subscriptions.states import EndpointState
 
 STATE_COLOURS = {EndpointState.ACTIVE: "#2e7d32", EndpointState.DISABLED: "#ef6c00",
                  EndpointState.FROZEN: "#1565c0"}
@@ -76,42 +76,38 @@ def human(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-class PolicyValidatingForm(forms.ModelForm):
-    """Policies edited in the admin are validated like API writes: every error, nothing stored."""
+class TopicForm(ServiceForm):
+    """Written through the API's services (subscribing.topic_create/topic_update): a policy is checked there,
+    every error named, nothing stored."""
 
-    def clean_delivery_policy(self):
-        document = self.cleaned_data.get("delivery_policy")
-        try:
-            validate_policy(document)
-        except PolicyError as exc:
-            raise forms.ValidationError([f"{path}: {reason}" for path, reason in exc.errors]) from None
-        return document or None
+    def create(self, changes):
+        topic, created = subscribing.topic_create(**changes)
+        if not created:
+            raise ApplicationError(f"{topic.owner} already has a topic named {topic.name!r}.", field="name")
+        return topic
 
-    def clean(self):
-        """A subscription edited here is held to the rules API writes are held to (subscription_rules)."""
-        data = super().clean()
-        if isinstance(self.instance, Subscription):
-            changes = {name: data[name] for name in self.changed_data if name in data}
-            for name, reason in subscription_rules.problems(subscription_rules.stored(self.instance),
-                                                            changes).items():
-                self.add_error(name if name in self.fields else None, reason)
-        return data
+    def write(self, stored, changes):
+        return subscribing.topic_update(topic=stored, **changes)
 
 
-class SubscriptionForm(PolicyValidatingForm):
+class SubscriptionForm(ServiceForm):
+    """Written through the API's service (subscribing.subscription_update): the subscription's rules, its policy
+    and what must follow a change (a new destination asks for consent again, turning ordering off releases what
+    waited) are the service's; a new secret is rotated to after the change."""
+
     new_secret = forms.CharField(
         required=False, label="New signing secret", strip=False, widget=forms.PasswordInput(render_value=False),
         help_text="Optional, hmac-sha256: a whsec_ secret of your own to rotate to (manage.py herald_secret makes "
                   "one); the current one keeps signing for 24 hours. Empty: the secret stays. Never shown again.")
 
-    def clean_new_secret(self):
-        value = self.cleaned_data.get("new_secret") or ""
-        problem = signing.secret_problem(value) if value else None
-        if value and self.instance.signature_scheme == SignatureScheme.ED25519:
-            problem = "ed25519 subscriptions sign with Herald's key; a secret of your own is for hmac-sha256"
-        if problem:
-            raise forms.ValidationError(problem)
-        return value
+    renamed = {"secret": "new_secret"}  # the service's name for what this form calls new_secret
+
+    def write(self, stored, changes):
+        secret = changes.pop("new_secret", "")
+        subscription = subscribing.subscription_update(subscription=stored, **changes)
+        if secret:
+            subscription = subscribing.subscription_rotate_secret(subscription=subscription, secret=secret)
+        return subscription
 
 
 class ReplayForm(forms.Form):
@@ -120,8 +116,8 @@ class ReplayForm(forms.Form):
 
 
 @admin.register(Topic)
-class TopicAdmin(admin.ModelAdmin):
-    form = PolicyValidatingForm
+class TopicAdmin(ServiceAdmin, admin.ModelAdmin):
+    form = TopicForm
     list_display = ["id", "name", "owner", "created_at"]
     search_fields = ["name", "description", "owner__username"]
     list_filter = ["created_at"]
@@ -166,7 +162,7 @@ def _resend_confirmation(request, subscription):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
+class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
     """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
     their policies tuned, and operated on with the buttons and actions."""
 
@@ -198,16 +194,6 @@ class SubscriptionAdmin(ButtonsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
-
-    def save_model(self, request, obj, form, change):
-        """Through the same service as the API, so what must follow a change follows it here too (a new
-        destination asks for consent again, turning ordering off releases what waited)."""
-        changes = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data}
-        secret = changes.pop("new_secret", "")
-        stored = Subscription.objects.select_related("topic", "endpoint").get(pk=obj.pk)
-        form.instance = subscribing.subscription_update(subscription=stored, **changes)
-        if secret:
-            form.instance = subscribing.subscription_rotate_secret(subscription=form.instance, secret=secret)
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):

@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 from subscriptions.models import Tenant, TenantKey
 
 
@@ -48,13 +49,35 @@ class RefusedDeletesShown:
                 self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
 
 
+class TenantForm(ServiceForm):
+    """Written through the API's services (tenancy.tenant_create/tenant_update), which hold a tenant's rules."""
+
+    class Meta:
+        model = Tenant
+        fields = ["owner", "external_id", "name", "metadata"]
+
+    def create(self, changes):
+        tenant, created = tenancy.tenant_create(**changes)
+        if not created:
+            raise ApplicationError(f"{tenant.owner} already has a tenant {tenant.external_id!r}.",
+                                   field="external_id")
+        return tenant
+
+    def write(self, stored, changes):
+        return tenancy.tenant_update(tenant=stored, **changes)
+
+
 @admin.register(Tenant)
-class TenantAdmin(RefusedDeletesShown, admin.ModelAdmin):
+class TenantAdmin(ServiceAdmin, RefusedDeletesShown, admin.ModelAdmin):
+    form = TenantForm
     list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
     list_filter = ["owner"]
     search_fields = ["external_id", "name"]
     inlines = [TenantKeyInline]
     actions = ["new_key", "portal_link"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["owner", "external_id"] if obj is not None else []  # what publishes name it by
 
     def delete_model(self, request, obj):
         tenancy.tenant_delete(tenant=obj)
@@ -95,8 +118,8 @@ class TenantKeyAdmin(admin.ModelAdmin):
     list_display = ["prefix", "tenant", "name", "read_only", "created_at", "revoked_at"]
     list_filter = ["read_only"]
     search_fields = ["prefix", "tenant__external_id"]
-    readonly_fields = ["tenant", "prefix", "created_at", "revoked_at"]
     fields = ["tenant", "prefix", "name", "read_only", "created_at", "revoked_at"]
+    readonly_fields = fields  # as through the API, a key is made (read-only or not) and revoked, never changed
     actions = ["revoke"]
 
     def has_add_permission(self, request):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from delivery.conf import herald
 from delivery.engine.accounts import tenancy
 from subscriptions.models import Portal, Subscription, Tenant
-from tests.delivery.web.api.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared
@@ -74,7 +74,7 @@ def test_the_admin_refuses_what_the_api_refuses(admin_client, user):
 def test_pages_never_fail_on_settings_stored_before_the_rules(shop, link, client, user):
     Portal.objects.create(owner=user, colour="red;}\n", frame_ancestors=[
         "https://app.alice.example\n", "https://x; script-src *", 7, "https://ok.alice.example"])
-    for page in ("", "event-types/", f"endpoints/{shop['acme']['subscription']['id']}/"):
+    for page in ("", "event-types/", f"subscriptions/{shop['acme']['subscription']['id']}/"):
         response = client.get(link + page)
         assert response.status_code == 200, (page, response.status_code)
         assert response["Content-Security-Policy"].startswith("frame-ancestors https://ok.alice.example;")
@@ -82,7 +82,7 @@ def test_pages_never_fail_on_settings_stored_before_the_rules(shop, link, client
 
 
 def test_not_found_answers_carry_the_portals_headers(shop, link, client):
-    for path in (f"endpoints/{shop['globex']['subscription']['id']}/", "deliveries/999999/", "no-such-page/"):
+    for path in (f"subscriptions/{shop['globex']['subscription']['id']}/", "deliveries/999999/", "no-such-page/"):
         response = client.get(link + path)
         assert response.status_code == 404, path
         portal_headers(response)
@@ -97,7 +97,7 @@ def test_changing_the_url_refuses_a_long_one_with_the_apis_reason(shop, link, cl
     api = shop["acme"]["client"].patch(f"/api/subscriptions/{sub}/", {"endpoint": long_url}, format="json")
     assert api.status_code == 400
     reason = api.json()["endpoint"][0]
-    page = client.post(f"{link}endpoints/{sub}/move/", {"url": long_url})
+    page = client.post(f"{link}subscriptions/{sub}/move/", {"url": long_url})
     assert page.status_code == 400 and reason in page.content.decode()
     assert Subscription.objects.get(id=sub).endpoint.url == "http://127.0.0.1:9/acme"
 
@@ -107,7 +107,7 @@ def test_changing_the_url_refuses_a_long_one_with_the_apis_reason(shop, link, cl
                                             ("-1", False), ("", False)])
 def test_replay_in_the_portal_keeps_to_the_range_it_states(shop, link, client, hours, accepted):
     sub = shop["acme"]["subscription"]["id"]
-    response = client.post(f"{link}endpoints/{sub}/replay/", {"hours": hours})
+    response = client.post(f"{link}subscriptions/{sub}/replay/", {"hours": hours})
     if accepted:
         assert response.status_code == 302, response.content
     else:
@@ -147,13 +147,13 @@ def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop
     assert expired.status_code == 403 and "This link has expired" in expired.content.decode()
     portal_headers(expired)
     Portal.objects.create(owner=user, name="Alice's Shop", refresh_url="https://app.alice.example/webhooks")
-    expired = client.get(expired_link(acme) + "endpoints/1/")
+    expired = client.get(expired_link(acme) + "subscriptions/1/")
     assert expired.status_code == 302 and expired["Location"] == "https://app.alice.example/webhooks"
     portal_headers(expired)
     token = expired_link(acme).rstrip("/").rsplit("/", 1)[1]
     forged = client.get(f"/portal/{token[:-2]}xx/")  # a signature Herald did not make: it names nobody
     assert forged.status_code == 403 and "Location" not in forged and "Alice" not in forged.content.decode()
-    assert client.post(expired_link(acme) + "endpoints/1/pause/").status_code == 403  # a browser's GET only
+    assert client.post(expired_link(acme) + "subscriptions/1/pause/").status_code == 403  # a browser's GET only
     long_ago = expired_link(acme, ago=timedelta(seconds=herald.PORTAL_LINK_MAX_SECONDS + 60))
     assert client.get(long_ago).status_code == 403  # an old link is no lasting redirect on Herald's host
     Portal.objects.filter(owner=user).update(refresh_url="javascript:alert(1)")  # stored before the rule
@@ -172,10 +172,10 @@ def test_each_page_runs_only_its_own_script(shop, link, client):
 
 def test_removing_an_endpoint_takes_a_second_step(shop, link, client):
     sub = shop["acme"]["subscription"]["id"]
-    asked = client.post(f"{link}endpoints/{sub}/delete/")
+    asked = client.post(f"{link}subscriptions/{sub}/delete/")
     assert asked.status_code == 200 and "Remove this endpoint?" in asked.content.decode()
     assert Subscription.objects.filter(id=sub).exists()
-    removed = client.post(f"{link}endpoints/{sub}/delete/", {"confirm": "yes"})
+    removed = client.post(f"{link}subscriptions/{sub}/delete/", {"confirm": "yes"})
     assert removed.status_code == 302 and not Subscription.objects.filter(id=sub).exists()
 
 
@@ -208,4 +208,13 @@ def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):
                                           (False, "Events start to arrive at once")])
 def test_the_portal_promises_a_confirmation_only_where_one_is_asked(shop, link, client, settings, confirm, said):
     settings.HERALD_REQUIRE_CONFIRMATION = confirm
-    assert said in client.get(f"{link}endpoints/new/").content.decode()
+    assert said in client.get(f"{link}subscriptions/new/").content.decode()
+
+
+def test_a_subscriptions_page_at_its_address_before_the_rename(shop, link, client):
+    """A page opened before an upgrade (its forms, its live refresh) keeps working at the old `endpoints/` path."""
+    sub = shop["acme"]["subscription"]["id"]
+    now, before = client.get(f"{link}subscriptions/{sub}/"), client.get(f"{link}endpoints/{sub}/")
+    assert now.status_code == before.status_code == 200
+    assert f"subscriptions/{sub}/pause/" in before.content.decode()  # its forms post to the new addresses
+    assert client.post(f"{link}endpoints/{sub}/pause/").status_code == 302

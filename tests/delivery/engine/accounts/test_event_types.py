@@ -8,7 +8,7 @@ from delivery.engine.accounts import event_types
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.catalog_entry import MAX_DESCRIPTION_CHARS
 from subscriptions.models import EventType, Subscription
-from tests.delivery.web.api.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared

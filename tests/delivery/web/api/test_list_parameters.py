@@ -9,7 +9,7 @@ from django.urls import reverse
 from delivery.events import publish
 from delivery.urls import router
 from subscriptions.models import Tenant
-from tests.delivery.web.api.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture

@@ -13,7 +13,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.events import publish
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
-from tests.delivery.web.api.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared
@@ -41,7 +41,7 @@ def test_a_second_subscription_moving_off_a_shared_endpoint_is_refused_everywher
     api = shop["acme"]["client"].patch(f"/api/subscriptions/{second.id}/", {"endpoint": "http://127.0.0.1:9/b"},
                                        format="json")
     assert api.status_code == 400 and "HERALD_MAX_ENDPOINTS_PER_TENANT" in api.json()["endpoint"][0], api.content
-    portal = client.post(f"{tenancy.portal_link(acme)}endpoints/{second.id}/move/", {"url": "http://127.0.0.1:9/c"})
+    portal = client.post(f"{tenancy.portal_link(acme)}subscriptions/{second.id}/move/", {"url": "http://127.0.0.1:9/c"})
     assert portal.status_code == 400 and "HERALD_MAX_ENDPOINTS_PER_TENANT" in portal.content.decode()
     with pytest.raises(ApplicationError, match="HERALD_MAX_ENDPOINTS_PER_TENANT") as refused:
         subscribing.subscription_update(subscription=second, endpoint="http://127.0.0.1:9/d")

@@ -8,7 +8,6 @@ from urllib.parse import urlsplit
 import pytest
 from django.test import override_settings
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from delivery.conf import public_url
 from delivery.engine.accounts import tenancy
@@ -19,46 +18,12 @@ from delivery.engine.state import health
 from delivery.events import PublishError, publish
 from delivery.models import Delivery, Message
 from subscriptions.models import Endpoint, Subscription, Tenant, TenantKey
+from tests.delivery.web.api.shop import key_client, receivers_of
+from tests.delivery.web.api.shop import shop as shop_fixture
 from tests.delivery.web.api.test_isolation import operations
 
 pytestmark = pytest.mark.django_db
-
-
-def key_client(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
-
-
-@pytest.fixture
-def shop(api, user, redis_conn):
-    """Alice's shop: an open topic `orders`, a closed topic `internal`, tenants acme and globex with a key and an
-    endpoint each (subscribed with their own keys), and Alice's own subscriptions to both topics."""
-    orders = api.post("/api/topics/", {"name": "orders", "open_to_tenants": True}, format="json").json()
-    internal = api.post("/api/topics/", {"name": "internal"}, format="json").json()
-    found = {"orders": orders, "internal": internal, "api": api}
-    for name in ("acme", "globex"):
-        tenant = api.post("/api/tenants/", {"external_id": name, "name": name.title()}, format="json")
-        assert tenant.status_code == 201, tenant.content
-        key = api.post(f"/api/tenants/{tenant.json()['id']}/keys/", {"name": "ci"}, format="json")
-        assert key.status_code == 201, key.content
-        client = key_client(key.json()["key"])
-        subscribed = client.post("/api/subscriptions/", {"topic": orders["id"],
-                                                         "endpoint": f"http://127.0.0.1:9/{name}"}, format="json")
-        assert subscribed.status_code == 201, subscribed.content
-        found[name] = {"tenant": tenant.json(), "key": key.json()["key"], "client": client,
-                       "subscription": subscribed.json()}
-    for topic in (orders, internal):
-        own = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": f"http://127.0.0.1:9/own/{topic['name']}"},
-                       format="json")
-        assert own.status_code == 201
-        found.setdefault("own", []).append(own.json())
-    return found
-
-
-def receivers_of(message_id) -> set[str]:
-    return {url.rsplit("/", 1)[-1] if "/own/" not in url else "own"
-            for url in Delivery.objects.filter(message_id=message_id).values_list("endpoint__url", flat=True)}
+shop = shop_fixture
 
 
 def test_a_message_reaches_its_audience_only(shop):
@@ -349,56 +314,10 @@ def test_owner_api_issues_portal_links_and_frames_them_where_asked(shop, client)
     assert "frame-ancestors https://app.alice.example" in page["Content-Security-Policy"]
     path = urlsplit(link.json()["url"]).path
     sub = shop["acme"]["subscription"]["id"]
-    assert client.post(f"{path}endpoints/{sub}/pause/").status_code == 403  # read-only link
+    assert client.post(f"{path}subscriptions/{sub}/pause/").status_code == 403  # read-only link
     assert Subscription.objects.get(id=sub).status == "confirmed"
     too_long = api.post(f"/api/tenants/{tenant['id']}/portal-link/", {"ttl_seconds": 10**9}, format="json")
     assert too_long.status_code == 400 and "ttl" in str(too_long.json())
-
-
-def test_the_catalog_validates_payloads_where_asked_and_tenants_choose_from_it(shop):
-    api, orders, acme = shop["api"], shop["orders"], shop["acme"]["client"]
-    schema = {"type": "object", "required": ["order"], "properties": {
-        "order": {"type": "integer"}, "lines": {"type": "array", "items": {"type": "object", "properties": {
-            "amount": {"type": "number"}}}}}}
-    made = api.post("/api/event-types/", {"name": "order.created", "schema": schema, "example": {"order": 1},
-                                          "validate_payloads": True}, format="json")
-    assert made.status_code == 201, made.content
-    bad_schema = api.post("/api/event-types/", {"name": "x.y", "schema": {"type": "nonsense"}}, format="json")
-    assert bad_schema.status_code == 400 and "schema" in bad_schema.json()
-    bad_example = api.post("/api/event-types/", {"name": "x.z", "schema": schema, "example": {"order": "1"}},
-                           format="json")
-    assert bad_example.status_code == 400 and "example" in bad_example.json()
-    again = api.post("/api/event-types/", {"name": "order.created"}, format="json")
-    assert again.status_code == 409
-    other = api.post("/api/event-types/", {"name": "order.renamed", "open_to_tenants": False}, format="json").json()
-    renamed = api.patch(f"/api/event-types/{other['id']}/", {"name": "order.created"}, format="json")
-    assert renamed.status_code == 409 and "name" in renamed.json()  # a rename onto a taken name, not a 500
-
-    def publishing(payload):
-        return api.post(f"/api/topics/{orders['id']}/publish/", {"payload": payload, "event_type": "order.created"},
-                        format="json")
-
-    refused = publishing({"order": 7, "lines": [{"amount": "x"}]})
-    assert refused.status_code == 400 and "payload.lines[0].amount" in refused.json()["payload"][0], refused.json()
-    assert publishing({"order": 7, "lines": [{"amount": 1.5}]}).status_code == 202
-    other_type = api.post(f"/api/topics/{orders['id']}/publish/", {"payload": "anything", "event_type": "other"},
-                          format="json")
-    assert other_type.status_code == 202  # only the types that ask for it are validated
-    batch = api.post(f"/api/topics/{orders['id']}/publish-batch/", {"entries": [
-        {"id": "good", "payload": {"order": 1}, "event_type": "order.created"},
-        {"id": "bad", "payload": {}, "event_type": "order.created"}]}, format="json").json()
-    assert [s["id"] for s in batch["successful"]] == ["good"] and batch["failed"][0]["id"] == "bad"
-
-    api.post("/api/event-types/", {"name": "order.legacy", "deprecated": True}, format="json")
-    for types, field in ((["order.unknown"], "event_types"), (["order.legacy"], "event_types"), ([], "event_types")):
-        response = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": "http://127.0.0.1:9/c",
-                                                     "event_types": types}, format="json")
-        assert response.status_code == 400 and field in response.json(), (types, response.content)
-    chosen = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": "http://127.0.0.1:9/c",
-                                               "event_types": ["order.created"]}, format="json")
-    assert chosen.status_code == 201, chosen.content
-    listed = acme.get("/api/event-types/").json()["results"]
-    assert {t["name"]: t["deprecated"] for t in listed} == {"order.created": False, "order.legacy": True}
 
 
 def test_deleting_a_tenant_removes_its_subscriptions_and_keeps_the_owners_messages(shop, user):
@@ -428,14 +347,14 @@ def test_a_tenant_changes_its_url_in_the_portal(shop, client, settings):
     tenant = Tenant.objects.get(external_id="acme")
     sub = shop["acme"]["subscription"]["id"]
     base = tenancy.portal_link(tenant)
-    moved = client.post(f"{base}endpoints/{sub}/move/", {"url": "http://127.0.0.1:9/acme-moved"})
+    moved = client.post(f"{base}subscriptions/{sub}/move/", {"url": "http://127.0.0.1:9/acme-moved"})
     assert moved.status_code == 302
     subscription = Subscription.objects.get(id=sub)
     assert subscription.endpoint.url == "http://127.0.0.1:9/acme-moved" and subscription.endpoint.tenant == tenant
     assert subscription.status == "pending_confirmation"
-    refused = client.post(f"{base}endpoints/{sub}/move/", {"url": "http://10.0.0.1/x"})
+    refused = client.post(f"{base}subscriptions/{sub}/move/", {"url": "http://10.0.0.1/x"})
     assert refused.status_code == 400 and "private" in refused.content.decode().lower()
-    assert client.post(f"{base}endpoints/{shop['globex']['subscription']['id']}/pause/").status_code == 404
+    assert client.post(f"{base}subscriptions/{shop['globex']['subscription']['id']}/pause/").status_code == 404
 
 
 def test_one_tenants_replays_leave_the_others_and_the_owners_allowance_alone(shop, settings):
@@ -461,11 +380,11 @@ def test_a_tenant_chooses_other_event_types_in_the_portal(shop, client):
     tenant = Tenant.objects.get(external_id="acme")
     sub = shop["acme"]["subscription"]["id"]
     base = tenancy.portal_link(tenant)
-    page = client.get(f"{base}endpoints/{sub}/").content.decode()
+    page = client.get(f"{base}subscriptions/{sub}/").content.decode()
     assert 'name="event_types" value="order.shipped"' in page
-    assert client.post(f"{base}endpoints/{sub}/types/", {"event_types": ["order.shipped"]}).status_code == 302
+    assert client.post(f"{base}subscriptions/{sub}/types/", {"event_types": ["order.shipped"]}).status_code == 302
     assert Subscription.objects.get(id=sub).event_types == ["order.shipped"]
-    refused = client.post(f"{base}endpoints/{sub}/types/", {"event_types": ["internal.audit"]})
+    refused = client.post(f"{base}subscriptions/{sub}/types/", {"event_types": ["internal.audit"]})
     assert refused.status_code == 400 and "catalog" in refused.content.decode()
 
 
@@ -503,12 +422,3 @@ def test_a_tenants_metrics_count_only_what_was_published_for_it(shop):
     assert shop["api"].get(f"/api/subscriptions/{own['id']}/metrics/").json()["published"] == 6
 
 
-def test_a_message_shows_whom_it_was_published_for(shop, admin_client):
-    owner = Tenant.objects.get(external_id="acme").owner
-    for_acme = publish("orders", {"n": 1}, owner=owner, tenant="acme")
-    for_all = publish("orders", {"n": 2}, owner=owner, broadcast=True)
-    shown = {m: shop["api"].get(f"/api/messages/{m.id}/").json() for m in (for_acme, for_all)}
-    assert (shown[for_acme]["tenant"], shown[for_acme]["broadcast"]) == ("acme", False)
-    assert (shown[for_all]["tenant"], shown[for_all]["broadcast"]) == (None, True)
-    page = admin_client.get(f"/admin/herald_delivery/message/{for_acme.id}/change/").content.decode()
-    assert "Acme" in page and "Broadcast" in page

@@ -1,11 +1,13 @@
-"""Topics by name where people expect them (publish, subscribe, read), and subscribing twice returns the existing
-subscription, as SNS does, instead of one that would deliver every event twice."""
+"""The topics resource: create, read, change, names unique per owner; topics by name where people expect them
+(publish, subscribe, read), and subscribing twice returns the existing subscription, as SNS does, instead of one
+that would deliver every event twice."""
 
 import pytest
 
 from delivery.models import Delivery
 from subscriptions.models import Subscription
 from tests.conftest import drain
+from tests.delivery.web.api.calls import create_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,3 +75,26 @@ def test_the_walkthrough_runs_twice(api, receiver, redis_conn):
         assert published.status_code == 202 and published.json()["deliveries"] == 1
         drain()
     assert Subscription.objects.count() == 1 and len(receiver.wait_for(2)) == 2
+
+
+def test_topic_crud(api):
+    topic = create_topic(api, description="all orders")
+    assert api.get(f"/api/topics/{topic['id']}/").json()["description"] == "all orders"
+    patched = api.patch(f"/api/topics/{topic['id']}/", {"description": "changed"}, format="json")
+    assert patched.status_code == 200 and patched.json()["description"] == "changed"
+    assert api.delete(f"/api/topics/{topic['id']}/").status_code == 204
+    assert api.get(f"/api/topics/{topic['id']}/").status_code == 404
+
+
+def test_topic_name_rules_and_uniqueness_per_owner(api, other_api):
+    bad = api.post("/api/topics/", {"name": "has space"}, format="json")
+    assert bad.status_code == 400 and "name" in bad.json()
+    too_long = api.post("/api/topics/", {"name": "x" * 257}, format="json")
+    assert too_long.status_code == 400 and "name" in too_long.json()
+    create_topic(api, "orders")
+    again = api.post("/api/topics/", {"name": "orders"}, format="json")  # as SNS CreateTopic: the same topic
+    assert again.status_code == 200 and again.json()["name"] == "orders"
+    assert api.get("/api/topics/").json()["count"] == 1
+    different = api.post("/api/topics/", {"name": "orders", "description": "other"}, format="json")
+    assert different.status_code == 409 and "with a different description" in different.json()["name"][0]
+    create_topic(other_api, "orders")  # another owner may use the same name

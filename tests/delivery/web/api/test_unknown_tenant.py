@@ -12,8 +12,8 @@ from django.test import override_settings
 from delivery.events import PublishError, publish
 from delivery.models import Message
 from subscriptions.models import Tenant
-from tests.delivery.web.api.test_tenants import receivers_of
-from tests.delivery.web.api.test_tenants import shop as shop_fixture
+from tests.delivery.web.api.shop import receivers_of
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture
