@@ -32,7 +32,12 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
                   filter_policy_scope: str = filters.ATTRIBUTES, event_types=None, requested_by=None,
                   now=None) -> Replay:
     """Deliver the topic's messages published in [since, until) to `subscription` again; returns the Replay."""
+    found = filters.problems(policy=filter_policy, scope=filter_policy_scope, event_types=event_types)
+    if found:  # the replay's own filters, on top of the subscription's: the same rules as a subscription's
+        raise ApplicationError.of_problems(found)
     now = now or clock.now()
+    if until is not None and since >= until:
+        raise ApplicationError("must be later than since", field="until")
     until = min(until or now, now)
     if since >= until:
         raise ApplicationError("must be earlier than until (and than now)", field="since")

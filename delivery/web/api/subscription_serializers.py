@@ -1,6 +1,7 @@
-"""What the API takes and shows of topics, subscriptions and endpoints, and publish bodies. A subscription's rules
-are delivery/rules/subscription_rules.py's and a publish's delivery/rules/publish_input.py's, so the API refuses
-exactly what the admin and the Python services refuse. Secrets are shown once, at creation or rotation."""
+"""What the API takes and shows of topics, subscriptions and endpoints, and publish bodies: their shape. Their rules
+(delivery/rules/subscription_rules.py, delivery/rules/publish_input.py) are checked once, by the services every
+door calls, so the API refuses exactly what the admin and Python refuse. Secrets are shown once, at creation or
+rotation."""
 
 from collections.abc import Mapping
 
@@ -16,12 +17,6 @@ from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable
 from subscriptions.states import SignatureScheme
-
-
-def raise_problems(found: dict[str, str]) -> None:
-    """A 400 naming each field `found` has a problem with."""
-    if found:
-        raise serializers.ValidationError({name: [reason] for name, reason in found.items()})
 
 
 class OwnerTuning:
@@ -256,13 +251,19 @@ class RotatedSecretSerializer(serializers.Serializer):
 
 
 class PublishSerializer(StrictInput, serializers.Serializer):
+    """The shape of a publish body; its rules (delivery/rules/publish_input.py) are checked once, by the service
+    every publish goes through (`publishing.entry_from`, for the API and Python alike)."""
+
     payload = serializers.JSONField(required=False, help_text="Any JSON value.")
     message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
                                     help_text="Plain text, instead of payload.")
     event_type = serializers.CharField(required=False, max_length=256, default=publish_input.DEFAULT_EVENT_TYPE,
                                        help_text="What happened, e.g. order.created; herald.* is reserved.")
     subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
-    attributes = serializers.DictField(required=False, default=dict)
+    attributes = serializers.DictField(
+        required=False, default=dict,
+        help_text="What filter policies match (docs/filtering.md): each a string (SNS's String), a number (Number) or "
+                  "a list of strings, numbers, true, false and null (String.Array).")
     ordering_key = serializers.CharField(
         required=False, allow_null=True, default=None, max_length=256,
         help_text="Subscriptions with ordered delivery receive the messages of one key one at a time, in publish "
@@ -277,34 +278,6 @@ class PublishSerializer(StrictInput, serializers.Serializer):
         choices=publish_input.UNKNOWN_TENANT, required=False, default="refuse",
         help_text="If `tenant` is not registered: refuse (400, the default), create (register it now, within your "
                   "tenant quota) or record (keep the message for your own subscriptions only).")
-
-    def validate_tenant(self, value):
-        return self._checked(publish_input.tenant_problem, value) or None
-
-    def validate_event_type(self, value):
-        return self._checked(publish_input.event_type_problem, value)
-
-    def validate_ordering_key(self, value):
-        return self._checked(publish_input.ordering_key_problem, value) or None
-
-    def validate_attributes(self, value):
-        return self._checked(publish_input.attributes_problem, value)
-
-    def validate(self, data):
-        if ("payload" in self.initial_data) == ("message" in self.initial_data):
-            raise serializers.ValidationError({"payload": [publish_input.ONE_OF]})
-        if data.get("tenant") and data.get("broadcast"):
-            raise serializers.ValidationError({"broadcast": [publish_input.problems(
-                {"payload": None, "tenant": data["tenant"], "broadcast": True})["broadcast"]]})
-        return data
-
-    @staticmethod
-    def _checked(check, value):
-        """The same rule as a Python publish (delivery/rules/publish_input.py), as this field's 400."""
-        reason = check(value)
-        if reason:
-            raise serializers.ValidationError(reason)
-        return value
 
 
 class BatchEntrySerializer(PublishSerializer):
@@ -358,13 +331,6 @@ class ReplaySerializer(StrictInput, serializers.Serializer):
                                                                    "(on top of the subscription's own filters).")
     filter_policy_scope = serializers.ChoiceField(choices=list(filters.SCOPES), default=filters.ATTRIBUTES)
     event_types = serializers.JSONField(required=False, help_text="Only these event types (order.* wildcards).")
-
-    def validate(self, data):
-        if data.get("until") and data["since"] >= data["until"]:
-            raise serializers.ValidationError({"until": ["must be later than since"]})
-        raise_problems(filters.problems(policy=data.get("filter_policy"), scope=data["filter_policy_scope"],
-                                        event_types=data.get("event_types")))
-        return data
 
 
 class ReplayCreatedSerializer(serializers.Serializer):

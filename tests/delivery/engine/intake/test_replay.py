@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from delivery.engine.intake import replay
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.scheduler import retention
 from delivery.models import Delivery, Message, Replay
 from subscriptions.models import Subscription
@@ -124,6 +125,15 @@ def test_bad_replays_answer_400(api, receiver, body, field):
     _, subscription = setup(api, receiver)
     response = api.post(f"/api/subscriptions/{subscription['id']}/replay/", body, format="json")
     assert response.status_code == 400 and field in response.json(), response.content
+    assert not Replay.objects.exists()
+
+
+def test_a_replays_filters_are_checked_by_the_service_for_python_callers_too(api, receiver):
+    _, subscription = setup(api, receiver)
+    with pytest.raises(ApplicationError) as refused:
+        replay.replay_create(subscription=Subscription.objects.get(id=subscription["id"]),
+                             since=timezone.now() - timedelta(hours=1), filter_policy={"a": {"b": ["x"]}})
+    assert refused.value.field == "filter_policy" and "does not support nested" in refused.value.message
     assert not Replay.objects.exists()
 
 
