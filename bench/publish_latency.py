@@ -62,6 +62,15 @@ FILTERING = (
 # The worst a tenant's one subscription may ask for, against the worst message the limits accept (a 256 KiB
 # payload, a 256-character event type): each publish to that topic of one subscription, beside the 50 ms target.
 BIG_ARRAY = [f"v{n:05}" for n in range(26_000)]  # 26,000 distinct values, about the largest payload (256 KiB)
+
+
+def DEEP(n: int) -> dict:  # noqa: N802 — an object nine levels deep around one value, as a payload holds it
+    value = f"v{n:05}"
+    for step in "jihgfedcb":
+        value = {step: value}
+    return value
+
+
 WORST = (
     ("ceiling: no filter, the same 26,000-element array", "MessageBody", None, [], {"x": BIG_ARRAY}, "e"),
     ("25 globs '*a'x127+'*b', 256-char type", "MessageAttributes", None, ["*a" * 127 + "*b"] * 25,
@@ -74,6 +83,14 @@ WORST = (
      {"x": [{"cidr": f"10.{n}.0.0/16"} for n in range(150)]}, [], {"x": BIG_ARRAY}, "e"),
     ("150 equals-ignore-case of 1 KB, 26,000-element array", "MessageBody",
      {"x": [{"equals-ignore-case": "V" * 1000 + str(n)} for n in range(150)]}, [], {"x": BIG_ARRAY}, "e"),
+    ("150 prefixes of 1 KB, 26,000 elements in arrays of arrays", "MessageBody",
+     {"x": [{"prefix": "v" * 1000 + str(n)} for n in range(150)]}, [],
+     {"x": [[BIG_ARRAY[i:i + 100]] for i in range(0, len(BIG_ARRAY), 100)]}, "e"),
+    ("a 10-step dotted path of 15 prefixes, 2,500 objects", "MessageBody",
+     {"a.b.c.d.e.f.g.h.i.j": [{"prefix": "w" * 1000 + str(n)} for n in range(15)]}, [],
+     {"a": [DEEP(n) for n in range(2_500)]}, "e"),
+    ("the payload's dotted keys: 10,000 'a.*' keys, 5 paths", "MessageBody",
+     {f"a.k{n}": ["nope"] for n in range(5)}, [], {f"a.v{n:05}": n for n in range(10_000)}, "e"),
 )
 ATTRIBUTES = {"customer": "c17", "region": "eu-west-1", "total": 250, "ip": "10.1.2.3"}
 BODY = {"customer": {"id": "c17"}, "order": {"total": 250, "region": "eu-west-1"}, "tags": ["gift", "same-express"]}

@@ -32,7 +32,7 @@ from drf_spectacular.settings import patched_settings
 
 from delivery import signals
 from delivery.events import publish
-from delivery.rules import policy, signing
+from delivery.rules import filter_policy, policy, signing
 from delivery.testing import capture_events
 from delivery.web.api.docs import SCHEMA
 from tests.conftest import ROOT
@@ -159,6 +159,8 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
         document = json.loads(block.text)
         if block.kind == "delivery policy":
             policy.parse(document)  # raises naming every bad field
+        if block.kind == "filter policy":  # "run as a filter policy (scope)": refused with the part named
+            filter_policy.validate(document, re.search(r"\((\w+)\)", block.marker).group(1))
         return
     assert block.language == "python", f"{block.id}: nothing runs {block.language} here; mark it skip (why)"
     namespace = {"__name__": f"docs_{Path(block.document).stem}"}

@@ -79,8 +79,9 @@ def test_publish_names_what_is_wrong(user, settings, redis_conn):
         publish("orders", "x" * (herald.MAX_PAYLOAD_BYTES + 1))
     with pytest.raises(PublishError, match="payload.n: must be a finite number"):
         publish("orders", {"n": float("nan")})
-    with pytest.raises(PublishError, match="attribute values must be strings or numbers"):
-        publish("orders", {}, attributes={"a": [1]})
+    with pytest.raises(PublishError, match="an attribute value is a string .* or a list of strings"):
+        publish("orders", {}, attributes={"a": {"nested": 1}})
+    assert publish("orders", {}, attributes={"a": ["x", 1, True, None]}).attributes == {"a": ["x", 1, True, None]}
     with pytest.raises(PublishError, match="No user 'ghost'"):
         publish("orders", {}, owner="ghost")
     first = publish("orders", {"n": 1}, idempotency_key="k-1")

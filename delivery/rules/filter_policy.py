@@ -1,33 +1,31 @@
 """Filter policies as Amazon SNS defines them, and event-type filters (pure; no Django).
 
 A policy maps keys to a list of conditions; a message matches when every key matches one of its conditions.
-With scope `MessageAttributes` (the default) the keys are the message's attributes; with `MessageBody` they are
-keys of the JSON payload, and a key may hold a nested policy for a nested object. `$or` holds a list of policies of
-which at least one must match. Conditions:
+With scope `MessageAttributes` (the default) the keys are the message's attributes (a `String`, `Number` or
+`String.Array` value: a string, a number, or a list whose elements are each matched); with `MessageBody` they are
+paths into the JSON payload: a key may hold a nested policy for a nested object, and a dotted key is a path
+(`{"store.city": [...]}` is `{"store": {"city": [...]}}`; the payload's own dotted keys are paths too). `$or` holds
+a list of at least two policies of which one must match. What each condition means is delivery/rules/
+filter_operators.py (one class per operator).
 
-- an exact string or number (numbers compare by value; `null` matches a JSON null, body scope only);
-- {"prefix": "x"}, {"suffix": "x"}, {"equals-ignore-case": "x"};
-- {"anything-but": v}: v a string, a number, a list of them, or {"prefix": "x"} / {"suffix": "x"};
-- {"numeric": ["=", 5]} or ranges such as [">", 0, "<=", 150] (values within ±1e9, as SNS);
-- {"exists": true|false};
-- {"cidr": "10.0.0.0/24"} (an IPv4 or IPv6 address string within the network).
+The policy is read into a tree once per decoded policy (`shape`): a node holds leaf keys (a key's conditions),
+nested nodes (body scope) and `$or` branches. Matching walks the payload along it: a nested node over an array of
+objects matches when one object matches all of it (arrays of arrays included), so two keys of one object are
+matched in the same element.
 
-A value that is a list (a body array) matches when one of its elements does. SNS's limits apply: at most 5 keys
-(leaf keys, counted across nesting and `$or` branches) and 150 combinations (the product of each key's number of
-conditions; `$or` branches add up). Every error names the part of the policy it is about.
+SNS's limits apply, as it counts them ("Filter policy constraints"): at most 5 keys (leaf paths, across nesting
+and `$or` branches), at most 150 combinations (each key's number of conditions times its depth in the policy,
+multiplied across keys, `$or` branches adding up), 256 KiB of JSON. Every error names the part of the policy it is
+about.
 
 Event-type filters are a simpler field: a list of event types, exact or with `*` wildcards (`order.*`); an empty
 list matches every event type.
 """
 
-import bisect
-import ipaddress
 import json
-import math
-import operator
-import re
 from functools import lru_cache
 
+from delivery.rules.filter_operators import OPERATORS, Conditions, condition_problem, value_kind
 from subscriptions.states import FILTER_SCOPES
 
 SCOPES = FILTER_SCOPES
@@ -36,28 +34,149 @@ MAX_KEYS = 5
 MAX_COMBINATIONS = 150
 MAX_DEPTH = 10
 MAX_POLICY_BYTES = 256 * 1024
-NUMERIC_LIMIT = 1e9
 MAX_EVENT_TYPES = 25
 EVENT_TYPE_KEY = "(event type)"  # how a failed event-type filter is recorded among the failing keys
 OR = "$or"
-NUMERIC_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-STRING_RULES = ("prefix", "suffix", "equals-ignore-case")
-RULES = (*STRING_RULES, "anything-but", "numeric", "exists", "cidr")
 
 
 class FilterPolicyError(ValueError):
     """A policy SNS would refuse; the text names the offending part (`region[1]`, `$or[0].size`)."""
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+# --- the policy's shape -----------------------------------------------------------------------------------------
+
+class Node:
+    """One object of a policy: its entries in the policy's order, each ("leaf", key, conditions), ("nested", key,
+    Node) or ("or", [Node, …]); a key is one step of a path (a body policy's dotted keys are split into steps and
+    the steps they share are one nested node; an attribute name is one step)."""
+
+    __slots__ = ("entries", "_nested")
+
+    def __init__(self):
+        self.entries: list[tuple] = []
+        self._nested: dict[str, Node] = {}
+
+    def child(self, key: str) -> "Node":
+        if key not in self._nested:
+            self._nested[key] = Node()
+            self.entries.append(("nested", key, self._nested[key]))
+        return self._nested[key]
+
+    def leaf(self, key: str, conditions: list) -> None:
+        self.entries.append(("leaf", key, conditions))
+
+    def either(self, branches: list["Node"]) -> None:
+        self.entries.append(("or", None, branches))
 
 
-def _finite(value) -> bool:
-    return _number(value) and math.isfinite(value)
+def is_or(key, value) -> bool:
+    """SNS reads `$or` as an operator only when it holds a list of at least two objects none of whose keys is an
+    operator's name; otherwise `$or` is a key like any other ("AND/OR logic": OR operator)."""
+    return (key == OR and isinstance(value, list) and len(value) >= 2
+            and all(isinstance(b, dict) and not (b.keys() & OPERATORS.keys()) for b in value))
 
 
-# --- validation ---------------------------------------------------------------------------------------------------
+def _steps(key: str, scope: str) -> list[str]:
+    return key.split(".") if scope == BODY else [key]
+
+
+def _read(policy: dict, scope: str, where: str, node: Node, depth: int) -> None:
+    """Read `policy` into `node`, checking it; FilterPolicyError names the first part SNS would refuse."""
+    if depth > MAX_DEPTH:
+        raise FilterPolicyError(f"{where or 'the policy'}: nested more than {MAX_DEPTH} levels deep")
+    if not policy:
+        raise FilterPolicyError(f"{where or 'the policy'}: must not be empty")
+    for key, value in policy.items():
+        here = f"{where}.{key}" if where else key
+        if is_or(key, value):
+            branches = []
+            for n, branch in enumerate(value):
+                branches.append(Node())
+                _read(branch, scope, f"{here}[{n}]", branches[-1], depth + 1)
+            node.either(branches)
+            continue
+        if key == OR and isinstance(value, list) and any(
+                isinstance(b, dict) and not (b.keys() & OPERATORS.keys()) for b in value):
+            raise FilterPolicyError(f"{here}: must be a list of at least two policy objects to be SNS's {OR} "
+                                    f"operator (otherwise {OR} is a key like any other, and its list holds conditions)")
+        if not isinstance(key, str) or not key or (scope == BODY and "" in key.split(".")):
+            raise FilterPolicyError(f"{here or repr(key)}: a key must be a non-empty name (a dotted path's steps "
+                                    f"too)")
+        steps = _steps(key, scope)
+        target = node
+        for step in steps[:-1]:
+            target = target.child(step)
+        if isinstance(value, dict):
+            if scope != BODY:
+                raise FilterPolicyError(f"{here}: filter policy scope MessageAttributes does not support nested "
+                                        f"filter policy (nested keys need filter_policy_scope MessageBody)")
+            _read(value, scope, here, target.child(steps[-1]), depth + len(steps))
+        elif isinstance(value, list) and value:
+            for n, condition in enumerate(value):
+                problem = condition_problem(condition)
+                if problem:
+                    joined = f"{here}[{n}]{problem}" if problem.startswith((".", "[")) else f"{here}[{n}]: {problem}"
+                    raise FilterPolicyError(joined)
+            target.leaf(steps[-1], value)
+        else:
+            raise FilterPolicyError(f"{here}: must be a non-empty list of conditions"
+                                    + (" or a nested policy" if scope == BODY else ""))
+
+
+def shape(policy, scope: str = ATTRIBUTES) -> Node:
+    """The policy's tree (checked); raises FilterPolicyError for one SNS would refuse."""
+    if scope not in SCOPES:
+        raise FilterPolicyError(f"filter_policy_scope must be one of {', '.join(SCOPES)}")
+    if not isinstance(policy, dict):
+        raise FilterPolicyError("must be an object mapping keys to lists of conditions")
+    root = Node()
+    _read(policy, scope, "", root, 1)
+    return root
+
+
+def leaf_keys(policy: dict, scope: str = BODY) -> set[str]:
+    """Every key that holds conditions, as a dotted path (the keys SNS's limit counts)."""
+    return _leaf_paths(shape(policy, scope), "")
+
+
+def _leaf_paths(node: Node, prefix: str) -> set[str]:
+    keys = set()
+    for kind, key, item in node.entries:
+        if kind == "leaf":
+            keys.add(prefix + key)
+        elif kind == "nested":
+            keys |= _leaf_paths(item, f"{prefix}{key}.")
+        else:
+            for branch in item:
+                keys |= _leaf_paths(branch, prefix)
+    return keys
+
+
+def _count(node: Node, depth: int) -> tuple[int, list[str]]:
+    """(combinations, the terms they are made of) of a node whose keys are at `depth` (1 at the top)."""
+    total, terms = 1, []
+    for kind, key, item in node.entries:
+        if kind == "leaf":
+            total *= depth * len(item)
+            terms.append(f"{key} {len(item)}" if depth == 1 else f"{key} {len(item)} × depth {depth}")
+        elif kind == "nested":
+            inner = _count(item, depth + 1)[0]
+            total *= inner
+            terms.append(f"{key}.… {inner}")
+        else:
+            inner = sum(_count(branch, depth)[0] for branch in item)
+            total *= inner
+            terms.append(f"{OR} {inner}")
+    return total, terms
+
+
+def combinations(policy: dict, scope: str = BODY) -> int:
+    """SNS's count: each key's number of conditions times its depth, multiplied across keys; `$or` branches add
+    up. (A flat policy's is the product of its keys' numbers of conditions.)"""
+    return _count(shape(policy, scope), 1)[0]
+
+
+# --- validation -------------------------------------------------------------------------------------------------
 
 def validate(policy, scope: str = ATTRIBUTES) -> None:
     """Raise FilterPolicyError unless `policy` is a policy SNS accepts for `scope`."""
@@ -69,147 +188,19 @@ def validate(policy, scope: str = ATTRIBUTES) -> None:
         raise FilterPolicyError("must be an object mapping keys to lists of conditions")
     if len(json.dumps(policy, ensure_ascii=False).encode()) > MAX_POLICY_BYTES:
         raise FilterPolicyError(f"is larger than {MAX_POLICY_BYTES // 1024} KiB")
-    _check_object(policy, "", scope, depth=1)
-    keys = sorted(leaf_keys(policy))
+    root = shape(policy, scope)
+    keys = sorted(_leaf_paths(root, ""))
     if len(keys) > MAX_KEYS:
         raise FilterPolicyError(f"has {len(keys)} keys ({', '.join(keys)}); at most {MAX_KEYS} are allowed")
-    total = combinations(policy)
+    total, terms = _count(root, 1)
     if total > MAX_COMBINATIONS:
-        raise FilterPolicyError(f"has {total} combinations ({_combination_terms(policy)}); at most "
-                                f"{MAX_COMBINATIONS} are allowed")
-
-
-def _check_object(policy: dict, path: str, scope: str, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise FilterPolicyError(f"{path or 'the policy'}: nested more than {MAX_DEPTH} levels deep")
-    if not policy:
-        raise FilterPolicyError(f"{path or 'the policy'}: must not be empty")
-    for key, conditions in policy.items():
-        here = f"{path}.{key}" if path else key
-        if key == OR:
-            if not isinstance(conditions, list) or len(conditions) < 2 or not all(
-                    isinstance(branch, dict) for branch in conditions):
-                raise FilterPolicyError(f"{here}: must be a list of at least two policy objects")
-            for n, branch in enumerate(conditions):
-                _check_object(branch, f"{here}[{n}]", scope, depth + 1)
-        elif isinstance(conditions, dict):
-            if scope != BODY:
-                raise FilterPolicyError(f"{here}: nested keys need filter_policy_scope MessageBody")
-            _check_object(conditions, here, scope, depth + 1)
-        elif isinstance(conditions, list) and conditions:
-            for n, condition in enumerate(conditions):
-                _check_condition(condition, f"{here}[{n}]", scope)
-        else:
-            raise FilterPolicyError(f"{here}: must be a non-empty list of conditions")
-
-
-def _check_condition(condition, path: str, scope: str) -> None:
-    if condition is None:
-        if scope != BODY:
-            raise FilterPolicyError(f"{path}: null matches only with filter_policy_scope MessageBody")
-        return
-    if isinstance(condition, str) or _finite(condition):
-        return
-    if not isinstance(condition, dict):
-        raise FilterPolicyError(f"{path}: must be a string, a number or a rule object such as {{\"prefix\": \"a\"}}")
-    if len(condition) != 1 or next(iter(condition)) not in RULES:
-        raise FilterPolicyError(f"{path}: unknown rule {json.dumps(condition)[:100]}; known: {', '.join(RULES)}")
-    (kind, argument), = condition.items()
-    here = f"{path}.{kind}"
-    if kind in STRING_RULES:
-        if not isinstance(argument, str) or not argument:
-            raise FilterPolicyError(f"{here}: must be a non-empty string")
-    elif kind == "exists":
-        if not isinstance(argument, bool):
-            raise FilterPolicyError(f"{here}: must be true or false")
-    elif kind == "cidr":
-        try:
-            if not isinstance(argument, str):  # ipaddress reads an integer as an address: 5 is 0.0.0.5/32
-                raise TypeError(argument)
-            ipaddress.ip_network(argument, strict=False)
-        except (TypeError, ValueError):
-            raise FilterPolicyError(f"{here}: must be an IP network such as \"10.0.0.0/24\"") from None
-    elif kind == "numeric":
-        _check_numeric(argument, here)
-    else:
-        _check_anything_but(argument, here)
-
-
-def _check_numeric(terms, path: str) -> None:
-    example = "such as [\"=\", 5] or [\">\", 0, \"<=\", 150]"
-    if not isinstance(terms, list) or len(terms) not in (2, 4):
-        raise FilterPolicyError(f"{path}: must be one or two comparisons, {example}")
-    pairs = [(terms[i], terms[i + 1]) for i in range(0, len(terms), 2)]
-    for n, (op, value) in enumerate(pairs):
-        if not isinstance(op, str) or op not in NUMERIC_OPS:
-            raise FilterPolicyError(f"{path}[{2 * n}]: unknown operator {json.dumps(op)[:20]}; use one of "
-                                    f"{', '.join(NUMERIC_OPS)}")
-        if not _finite(value) or abs(value) > NUMERIC_LIMIT:
-            raise FilterPolicyError(f"{path}[{2 * n + 1}]: must be a number between -1e9 and 1e9")
-    if len(pairs) == 2:
-        (low_op, low), (high_op, high) = pairs
-        if low_op not in (">", ">=") or high_op not in ("<", "<="):
-            raise FilterPolicyError(f"{path}: a range is a lower bound (> or >=) then an upper bound (< or <=)")
-        if low >= high:
-            raise FilterPolicyError(f"{path}: the lower bound {low} is not below the upper bound {high}")
-
-
-def _check_anything_but(argument, path: str) -> None:
-    if isinstance(argument, dict):
-        if len(argument) != 1 or next(iter(argument)) not in ("prefix", "suffix"):
-            raise FilterPolicyError(f"{path}: as an object it takes {{\"prefix\": ...}} or {{\"suffix\": ...}}")
-        (kind, value), = argument.items()
-        if not isinstance(value, str) or not value:
-            raise FilterPolicyError(f"{path}.{kind}: must be a non-empty string")
-        return
-    values = argument if isinstance(argument, list) else [argument]
-    if not values:
-        raise FilterPolicyError(f"{path}: must not be an empty list")
-    for n, value in enumerate(values):
-        if not (isinstance(value, str) or _finite(value)):
-            where = f"{path}[{n}]" if isinstance(argument, list) else path
-            raise FilterPolicyError(f"{where}: must be a string or a number")
-
-
-def leaf_keys(policy: dict, path: str = "") -> set[str]:
-    """Every key that holds conditions, as a dotted path (the keys SNS's limit counts)."""
-    keys = set()
-    for key, conditions in policy.items():
-        if key == OR:
-            for branch in conditions:
-                keys |= leaf_keys(branch, path)
-        elif isinstance(conditions, dict):
-            keys |= leaf_keys(conditions, f"{path}{key}.")
-        else:
-            keys.add(f"{path}{key}")
-    return keys
-
-
-def combinations(policy: dict) -> int:
-    """SNS's count: the product over keys of each key's number of conditions; `$or` branches add up."""
-    total = 1
-    for key, conditions in policy.items():
-        if key == OR:
-            total *= sum(combinations(branch) for branch in conditions)
-        elif isinstance(conditions, dict):
-            total *= combinations(conditions)
-        else:
-            total *= len(conditions)
-    return total
-
-
-def _combination_terms(policy: dict) -> str:
-    terms = []
-    for key, conditions in policy.items():
-        count = (sum(combinations(b) for b in conditions) if key == OR
-                 else combinations(conditions) if isinstance(conditions, dict) else len(conditions))
-        terms.append(f"{key} {count}")
-    return " × ".join(terms)
+        raise FilterPolicyError(f"has {total} combinations ({' × '.join(terms)}); at most {MAX_COMBINATIONS} are "
+                                f"allowed (SNS counts each key's conditions times its depth)")
 
 
 def problems(*, policy=None, scope: str = ATTRIBUTES, event_types=None) -> dict[str, str]:
     """What is wrong with a subscription's filters, by field (`filter_policy`, `event_types`); empty when nothing.
-    The API's serializers and the admin's form all ask this."""
+    The subscription service asks this for every door."""
     found = {}
     for name, check in (("filter_policy", lambda: validate(policy, scope)),
                         ("event_types", lambda: validate_event_types(event_types))):
@@ -220,238 +211,102 @@ def problems(*, policy=None, scope: str = ATTRIBUTES, event_types=None) -> dict[
     return found
 
 
-# --- matching -----------------------------------------------------------------------------------------------------
+# --- matching ---------------------------------------------------------------------------------------------------
 
-def _cidr_contains(network: str, value) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        return ipaddress.ip_address(value) in _network(network)
-    except ValueError:
-        return False
-
-
-@lru_cache(maxsize=1024)
-def _network(text: str):
-    return ipaddress.ip_network(text, strict=False)
+def _leaves_of(value, into: list) -> list:
+    """The leaf values of a value: itself, or an array's elements at any depth; objects are none."""
+    if isinstance(value, list):
+        for item in value:
+            _leaves_of(item, into)
+    elif value_kind(value) is not None:
+        into.append(value)
+    return into
 
 
-def _rule_matches(rule, present: bool, value) -> bool:
-    """Does one condition hold for a value (`present`: the key exists)? A list value matches when an element does."""
-    if isinstance(value, list) and not (isinstance(rule, dict) and "exists" in rule):
-        return any(_rule_matches(rule, present, item) for item in value)
-    if not isinstance(rule, dict):
-        if not present:
-            return False
-        if rule is None:
-            return value is None
-        if _number(rule):
-            return _number(value) and value == rule
-        return isinstance(value, str) and value == rule
-    (kind, argument), = rule.items()
-    if kind == "exists":
-        return present is argument
-    if not present:
-        return False
-    if kind == "prefix":
-        return isinstance(value, str) and value.startswith(argument)
-    if kind == "suffix":
-        return isinstance(value, str) and value.endswith(argument)
-    if kind == "equals-ignore-case":
-        return isinstance(value, str) and value.casefold() == argument.casefold()
-    if kind == "numeric":
-        return _number(value) and all(NUMERIC_OPS[argument[i]](value, argument[i + 1])
-                                      for i in range(0, len(argument), 2))
-    if kind == "cidr":
-        return _cidr_contains(argument, value)
-    if kind == "anything-but":
-        if value is None:
-            return False
-        if isinstance(argument, dict):
-            (how, affix), = argument.items()
-            if not isinstance(value, str):
-                return True
-            return not (value.startswith(affix) if how == "prefix" else value.endswith(affix))
-        return not _excluded(argument, value)
-    return False
+def _objects_of(value, into: list) -> list:
+    """The objects of a value: itself, or an array's objects at any depth (arrays of arrays included)."""
+    if isinstance(value, list):
+        for item in value:
+            _objects_of(item, into)
+    elif isinstance(value, dict):
+        into.append(value)
+    return into
 
 
-_exclusions: dict[int, tuple[object, frozenset, frozenset]] = {}  # id(list) → (the list, its strings, its numbers)
+def _dotted(data: dict, key: str) -> dict | None:
+    """The payload's own dotted keys under `key` as an object: {"a.b": 1} read at `a` is {"b": 1}."""
+    prefix = key + "."
+    found = {name[len(prefix):]: value for name, value in data.items()
+             if isinstance(name, str) and name.startswith(prefix)}
+    return found or None
 
 
-def _excluded(argument, value) -> bool:
-    """Is `value` one of `anything-but`'s values (strings equal as strings, numbers by value)? A set lookup: the
-    sets are built once per list object (policies are decoded once per process and shared), so a long list costs
-    its length once, not once per element of every message's array."""
-    if not isinstance(argument, list):
-        if isinstance(argument, str):
-            return isinstance(value, str) and value == argument
-        return _number(value) and value == argument
-    entry = _exclusions.get(id(argument))
-    if entry is None or entry[0] is not argument:
-        if len(_exclusions) > 10_000:
-            _exclusions.clear()
-        entry = _exclusions[id(argument)] = (argument, frozenset(a for a in argument if isinstance(a, str)),
-                                             frozenset(a for a in argument if _number(a)))
-    if isinstance(value, str):
-        return value in entry[1]
-    return _number(value) and value in entry[2]
+def _at(data, key: str, scope: str):
+    """What `data` (an object, or None) holds at one step `key`: (leaf values, objects)."""
+    if not isinstance(data, dict):
+        return [], []
+    if key in data:
+        value = data[key]
+        leaves, objects = _leaves_of(value, []), _objects_of(value, [])
+    else:
+        leaves, objects = [], []
+    if scope == BODY:
+        extra = _dotted(data, key)
+        if extra is not None:
+            # the payload's dotted keys continue the path: merged into the one object there, else one more object
+            if len(objects) == 1:
+                objects = [{**objects[0], **extra}]
+            else:
+                objects.append(extra)
+    return leaves, objects
 
 
-class _Conditions:
-    """One key's conditions compiled for matching in about constant time per value, whatever their number: exact
-    values, `equals-ignore-case` and `anything-but` lists as set lookups, prefixes and suffixes as one C-level
-    `startswith`/`endswith` of a tuple, networks by prefix length, numeric ranges as a binary search over their
-    bounds. Without it, an array of 28,000 elements against 150 conditions (what the limits allow) cost one check
-    per pair: 2–28 s per publish. The meaning is `_rule_matches`'s, condition by condition (a test compares
-    them)."""
-
-    def __init__(self, conditions: list):
-        self.exists = {rule["exists"] for rule in conditions if isinstance(rule, dict) and "exists" in rule}
-        self.none = any(rule is None for rule in conditions)
-        self.strings = {rule for rule in conditions if isinstance(rule, str)}
-        self.numbers = {rule for rule in conditions if _number(rule)}
-        rules = [next(iter(rule.items())) for rule in conditions if isinstance(rule, dict) and rule]
-        self.prefixes = tuple(argument for kind, argument in rules if kind == "prefix")
-        self.suffixes = tuple(argument for kind, argument in rules if kind == "suffix")
-        self.folded = {argument.casefold() for kind, argument in rules if kind == "equals-ignore-case"}
-        self.networks: dict[tuple[int, int], set[int]] = {}
-        for kind, argument in rules:
-            if kind == "cidr":
-                network = _network(argument)
-                self.networks.setdefault((network.version, network.prefixlen), set()).add(
-                    int(network.network_address) >> (network.max_prefixlen - network.prefixlen))
-        self.ranges = [argument for kind, argument in rules if kind == "numeric"]
-        self.bounds, self.covered = self._segments(self.ranges)
-        excluded = [argument for kind, argument in rules if kind == "anything-but" and not isinstance(argument, dict)]
-        self.anything_but = bool(excluded)  # a value of another type (true, an object) passes every such list
-        as_lists = [argument if isinstance(argument, list) else [argument] for argument in excluded]
-        self.excluded_strings = set.intersection(*[{a for a in x if isinstance(a, str)} for x in as_lists]) \
-            if as_lists else set()
-        self.excluded_numbers = set.intersection(*[{a for a in x if _number(a)} for x in as_lists]) \
-            if as_lists else set()
-        affixes = [next(iter(argument.items())) for kind, argument in rules
-                   if kind == "anything-but" and isinstance(argument, dict)]
-        self.not_prefixed = self._all_of([a for how, a in affixes if how == "prefix"], str.startswith)
-        self.not_suffixed = self._all_of([a for how, a in affixes if how == "suffix"], str.endswith)
-
-    @staticmethod
-    def _all_of(affixes: list[str], test):
-        """For `anything-but` prefixes (suffixes): a value passes one of them unless it has every one. (None: no
-        such condition; False: no value can have them all; else the affix that having all of them comes down to.)"""
-        if not affixes:
-            return None
-        longest = max(affixes, key=len)
-        return longest if all(test(longest, affix) for affix in affixes) else False
-
-    @staticmethod
-    def _segments(ranges: list) -> tuple[list, list[bool]]:
-        """The ranges' bounds, sorted, and whether any range holds each segment they cut the line into (below
-        the first bound, each bound, between bounds, above the last): within a segment the answer is the same."""
-        if not ranges:
-            return [], []
-        bounds = sorted({term for terms in ranges for term in terms[1::2]})
-        points = [bounds[0] - 1]
-        for low, high in zip(bounds, bounds[1:], strict=False):
-            points += [low, (low + high) / 2]
-        points += [bounds[-1], bounds[-1] + 1]
-        covered = [any(all(NUMERIC_OPS[terms[i]](point, terms[i + 1]) for i in range(0, len(terms), 2))
-                       for terms in ranges) for point in points]
-        return bounds, covered
-
-    def matches(self, present: bool, value) -> bool:
-        if present in self.exists:
-            return True
-        return present and self.holds(value)
-
-    def holds(self, value) -> bool:
-        if isinstance(value, list):  # any element; each distinct string or number once
-            seen = set()
-            for item in value:
-                if isinstance(item, str) or _number(item):
-                    key = (isinstance(item, str), item)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                if self.holds(item):
-                    return True
-            return False
-        if value is None:
-            return self.none
-        if isinstance(value, str):
-            return (value in self.strings or (bool(self.prefixes) and value.startswith(self.prefixes))
-                    or (bool(self.suffixes) and value.endswith(self.suffixes))
-                    or (bool(self.folded) and value.casefold() in self.folded)
-                    or (bool(self.networks) and self._in_networks(value))
-                    or (self.anything_but and value not in self.excluded_strings)
-                    or (self.not_prefixed is not None
-                        and (self.not_prefixed is False or not value.startswith(self.not_prefixed)))
-                    or (self.not_suffixed is not None
-                        and (self.not_suffixed is False or not value.endswith(self.not_suffixed))))
-        affixed = self.not_prefixed is not None or self.not_suffixed is not None
-        if _number(value):
-            return (value in self.numbers or self._in_ranges(value)
-                    or (self.anything_but and value not in self.excluded_numbers) or affixed)
-        return self.anything_but or affixed
-
-    def _in_networks(self, value: str) -> bool:
-        if not _ADDRESS_LIKE.match(value):  # parsing what cannot be an address costs an exception each
-            return False
-        try:
-            address = ipaddress.ip_address(value)
-        except ValueError:
-            return False
-        number, bits = int(address), address.max_prefixlen
-        return any(number >> (bits - length) in networks
-                   for (version, length), networks in self.networks.items() if version == address.version)
-
-    def _in_ranges(self, value) -> bool:
-        if not self.bounds:
-            return False
-        index = bisect.bisect_left(self.bounds, value)
-        if index < len(self.bounds) and self.bounds[index] == value:
-            return self.covered[2 * index + 1]
-        return self.covered[2 * index]
+_compiled: dict[int, tuple[list, Conditions]] = {}
 
 
-_ADDRESS_LIKE = re.compile(r"[0-9A-Fa-f:.]{2,45}\Z")
-COMPILE_AT = 256  # a key's conditions × an array's elements beyond which the conditions are compiled
-_compiled_conditions: dict[int, tuple[list, _Conditions]] = {}
-
-
-def _compiled(conditions: list) -> _Conditions:
-    """Compiled once per list object (policies are decoded once per process and shared)."""
-    entry = _compiled_conditions.get(id(conditions))
+def compiled(conditions: list) -> Conditions:
+    """A key's conditions compiled once per list object (policies are decoded once per process and shared)."""
+    entry = _compiled.get(id(conditions))
     if entry is None or entry[0] is not conditions:
-        if len(_compiled_conditions) > 10_000:
-            _compiled_conditions.clear()
-        entry = _compiled_conditions[id(conditions)] = (conditions, _Conditions(conditions))
+        if len(_compiled) > 10_000:
+            _compiled.clear()
+        entry = _compiled[id(conditions)] = (conditions, Conditions(conditions))
     return entry[1]
 
 
-def _failing(policy: dict, data, path: str) -> str | None:
-    """The first key (dotted path) of `policy` that `data` fails, or None when it matches."""
-    for key, conditions in policy.items():
-        if key == OR:
-            if not any(_failing(branch, data, path) is None for branch in conditions):
-                return f"{path}{OR}"
-            continue
-        present = isinstance(data, dict) and key in data
-        value = data.get(key) if present else None
-        if isinstance(conditions, dict):  # nested (body scope): the object, or one object of an array
-            items = value if isinstance(value, list) else [value]
-            inner = [_failing(conditions, item if isinstance(item, dict) else None, f"{path}{key}.")
-                     for item in items]
-            if None not in inner:
-                return inner[0]
-            continue
-        if isinstance(value, list) and len(value) * len(conditions) > COMPILE_AT:
-            matched = _compiled(conditions).matches(present, value)
-        else:  # a value, or a short array: one check per condition costs less than compiling them
-            matched = any(_rule_matches(rule, present, value) for rule in conditions)
-        if not matched:
-            return f"{path}{key}"
+def _failing(node: Node, data, scope: str, prefix: str) -> str | None:
+    """The first key (dotted path) of `node` that `data` fails, or None when it matches."""
+    for kind, key, item in node.entries:
+        if kind == "leaf":
+            # SNS: `exists: false` matches only a message with at least one attribute ("Key matching")
+            absent_counts = scope == BODY or bool(data)
+            if not compiled(item).holds(_at(data, key, scope)[0], absent_counts=absent_counts):
+                return prefix + key
+        elif kind == "nested":  # one object (of an array, at any depth) must match all of it
+            first = None
+            for obj in _at(data, key, scope)[1] or [None]:
+                failed = _failing(item, obj, scope, f"{prefix}{key}.")
+                if failed is None:
+                    break
+                first = first or failed
+            else:
+                return first
+        elif not any(_failing(branch, data, scope, prefix) is None for branch in item):
+            return f"{prefix}{OR}"
     return None
+
+
+_shapes: dict[int, tuple[dict, str, Node]] = {}
+
+
+def _shape_of(policy: dict, scope: str) -> Node:
+    """The tree of a stored policy, read once per decoded policy object."""
+    entry = _shapes.get(id(policy))
+    if entry is None or entry[0] is not policy or entry[1] != scope:
+        if len(_shapes) > 10_000:
+            _shapes.clear()
+        entry = _shapes[id(policy)] = (policy, scope, shape(policy, scope))
+    return entry[2]
 
 
 def body_of(payload, payload_is_text: bool = False):
@@ -469,14 +324,14 @@ def failing_key(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None)
     branch matched), or None when it matches. `body`: the parsed payload, for the MessageBody scope."""
     if not policy:
         return None
-    return _failing(policy, body if scope == BODY else attributes, "")
+    return _failing(_shape_of(policy, scope), body if scope == BODY else attributes, scope, "")
 
 
 def matches(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None) -> bool:
     return failing_key(policy, attributes, scope=scope, body=body) is None
 
 
-# --- event-type filters -------------------------------------------------------------------------------------------
+# --- event-type filters -----------------------------------------------------------------------------------------
 
 def validate_event_types(patterns) -> None:
     if patterns in (None, []):
@@ -518,29 +373,28 @@ def event_type_matches(patterns, event_type: str) -> bool:
     return any(glob_matches(p, event_type) for p in patterns)
 
 
-# --- explanations -------------------------------------------------------------------------------------------------
+# --- explanations -----------------------------------------------------------------------------------------------
 
-def _lookup(data, path: str) -> tuple[bool, object]:
-    value = data
-    for part in path.split("."):
-        if isinstance(value, list):
-            value = next((item[part] for item in value if isinstance(item, dict) and part in item), None)
-            if value is None:
-                return False, None
-        elif isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
-            return False, None
-    return True, value
+def _conditions_at(node: Node, path: list[str]) -> list | None:
+    """The conditions of the leaf at `path` (steps), wherever they are (in `$or` branches too); None if none."""
+    found = []
+    for kind, key, item in node.entries:
+        if kind == "leaf" and len(path) == 1 and key == path[0]:
+            found += item
+        elif kind == "nested" and len(path) > 1 and key == path[0]:
+            found += _conditions_at(item, path[1:]) or []
+        elif kind == "or":
+            for branch in item:
+                found += _conditions_at(branch, path) or []
+    return found or None
 
 
-def _conditions_at(policy: dict, path: str):
-    node = policy
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+def _values_at(data, path: list[str], scope: str) -> list:
+    """Every leaf value at `path` in `data` (through every object on the way)."""
+    contexts = [data]
+    for step in path[:-1]:
+        contexts = [obj for context in contexts for obj in _at(context, step, scope)[1]]
+    return [value for context in contexts for value in _at(context, path[-1], scope)[0]]
 
 
 def explain(policy, attributes: dict, key: str | None = None, *, scope: str = ATTRIBUTES, body=None,
@@ -556,17 +410,19 @@ def explain(policy, attributes: dict, key: str | None = None, *, scope: str = AT
     noun = "body key" if scope == BODY else "attribute"
     if key.endswith(OR):
         return f"the message matches none of the {OR} branches of the filter policy"
-    conditions = _conditions_at(policy or {}, key) if scope == BODY else (policy or {}).get(key)
+    try:
+        root = shape(policy or {}, scope) if policy else None
+    except FilterPolicyError:
+        root = None
+    path = _steps(key, scope)
+    conditions = _conditions_at(root, path) if root is not None else None
     if conditions is None:
         return f"the filter policy's rules for {noun} {key!r} did not match (the policy has changed since)"
     rules = json.dumps(conditions, ensure_ascii=False)
-    if scope == BODY:
-        present, value = _lookup(body, key) if isinstance(body, (dict, list)) else (False, None)
-    else:
-        present, value = key in attributes, attributes.get(key)
-    if not present:
+    values = _values_at(body if scope == BODY else attributes, path, scope)
+    if not values:
         return f"{noun} {key!r} is missing; the filter policy requires {rules}"
-    value = json.dumps(value, ensure_ascii=False)
-    if len(value) > 200:
-        value = value[:200] + "…"
-    return f"{noun} {key!r} is {value}, which meets none of {rules}"
+    shown = json.dumps(values[0] if len(values) == 1 else values, ensure_ascii=False)
+    if len(shown) > 200:
+        shown = shown[:200] + "…"
+    return f"{noun} {key!r} is {shown}, which meets none of {rules}"

@@ -1,8 +1,10 @@
 """What a publish may carry, checked the same way for the API (its serializers) and for Python (`events.publish`,
 through `publishing.entry_from`): one of a JSON payload or a text message, an event type that is not Herald's
-own, a subject, attributes of strings and numbers, a printable ordering key, one tenant (its external id) or a
-broadcast to every tenant, and what to do if that tenant is not registered. Pure: {field: reason}."""
+own, a subject, attributes (SNS's String, Number and String.Array), a printable ordering key, one tenant (its
+external id) or a broadcast to every tenant, and what to do if that tenant is not registered. Pure: {field:
+reason}."""
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -33,12 +35,26 @@ def ordering_key_problem(value) -> str | None:
     return None
 
 
+ATTRIBUTE_TYPES = ("a string (SNS's String), a number (Number) or a list of strings, numbers, true, false and null "
+                   "(String.Array)")
+
+
+def _scalar(item) -> bool:
+    return isinstance(item, str) or (isinstance(item, (int, float)) and not isinstance(item, bool)
+                                     and math.isfinite(item))
+
+
 def attributes_problem(value) -> str | None:
+    """Attributes as SNS types them (docs/filtering.md, "Message attributes"): each a string, a number, or a list
+    whose elements are strings, numbers, true, false or null."""
     if not isinstance(value, Mapping):
-        return "must be an object of names to strings or numbers"
+        return f"must be an object of names to values: each {ATTRIBUTE_TYPES}"
     for key, item in value.items():
-        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-            return f"{key}: attribute values must be strings or numbers"
+        if _scalar(item):
+            continue
+        if isinstance(item, list) and all(_scalar(x) or x is None or isinstance(x, bool) for x in item):
+            continue
+        return f"{key}: an attribute value is {ATTRIBUTE_TYPES}"
     return None
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from delivery.events import publish
 from delivery.models import Message
 from tests.conftest import settle
 
@@ -57,7 +58,7 @@ def test_each_subscription_receives_what_its_filters_match(api, receiver, redis_
     ({"filter_policy": {"a": list("abcdefghijklm"), "b": list("abcdefghijklm")}},
      "filter_policy", "has 169 combinations (a 13 × b 13); at most 150 are allowed"),
     ({"filter_policy": {"a": [{"numeric": [">", "ten"]}]}}, "filter_policy", "a[0].numeric[1]: must be a number"),
-    ({"filter_policy": {"a": {"b": ["x"]}}}, "filter_policy", "a: nested keys need filter_policy_scope MessageBody"),
+    ({"filter_policy": {"a": {"b": ["x"]}}}, "filter_policy", "a: filter policy scope MessageAttributes does not"),
     ({"filter_policy": {"a": ["x"]}, "filter_policy_scope": "Body"}, "filter_policy_scope", "is not a valid choice"),
     ({"event_types": "order.*"}, "event_types", "must be a list"),
     ({"max_events_per_batch": 5001}, "max_events_per_batch", "less than or equal to 5000"),
@@ -78,5 +79,51 @@ def test_changing_the_scope_alone_checks_the_policy_against_it(api, receiver):
     response = api.patch(f"/api/subscriptions/{created['id']}/", {"filter_policy_scope": "MessageAttributes"},
                          format="json")
     assert response.status_code == 400
-    assert "a: nested keys need filter_policy_scope MessageBody" in response.json()["filter_policy"][0]
+    assert "a: filter policy scope MessageAttributes does not support nested" in response.json()["filter_policy"][0]
     assert api.get(f"/api/subscriptions/{created['id']}/").json()["filter_policy_scope"] == "MessageBody"
+
+
+def test_string_array_attributes_are_published_stored_shown_and_filtered(api, user, receiver, redis_conn):
+    """SNS's String.Array: a JSON list of strings, numbers, true, false and null, accepted by publish,
+    publish-batch and Python's publish(), kept and shown as published, matched element by element
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-message-attributes.html)."""
+    topic = api.post("/api/topics/", {"name": "sports"}, format="json").json()
+    rugby = add(api, topic, receiver.url + "/rugby", filter_policy={"interests": ["rugby"]})
+    flagged = add(api, topic, receiver.url + "/flagged", filter_policy={"interests": [True]})
+    tags = ["rugby", "football", 3, True, None]
+    one = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {}, "attributes": {"interests": tags}},
+                   format="json")
+    assert one.status_code == 202 and one.json()["deliveries"] == 2, one.content
+    batch = api.post(f"/api/topics/{topic['id']}/publish-batch/", {"entries": [
+        {"id": "a", "payload": {}, "attributes": {"interests": ["tennis"]}},
+        {"id": "b", "payload": {}, "attributes": {"interests": ["golf", "rugby"]}},
+        {"id": "c", "payload": {}, "attributes": {"interests": [{"nested": 1}]}}]}, format="json").json()
+    assert [(e["id"], e["deliveries"]) for e in batch["successful"]] == [("a", 0), ("b", 1)]
+    assert batch["failed"][0]["id"] == "c" and "String.Array" in str(batch["failed"][0]["errors"])
+    from_python = publish("sports", {}, owner=user, attributes={"interests": [False, "rugby"]})
+    settle()
+
+    shown = api.get(f"/api/messages/{one.json()['message_id']}/").json()
+    assert shown["attributes"] == {"interests": tags}
+    assert Message.objects.get(id=from_python.id).attributes == {"interests": [False, "rugby"]}
+    got = {}
+    for request in receiver.requests:
+        got.setdefault(request.path.rsplit("/", 1)[1], set()).add(request.json()["id"])
+    b = next(e["message_id"] for e in batch["successful"] if e["id"] == "b")
+    assert got == {"rugby": {one.json()["message_id"], b, str(from_python.id)}, "flagged": {one.json()["message_id"]}}
+    assert rugby["filter_policy"] == {"interests": ["rugby"]} and flagged["filter_policy"] == {"interests": [True]}
+
+
+def test_a_dotted_body_key_through_the_api(api, receiver, redis_conn):
+    """A policy SNS accepts, dotted keys and all, is accepted and matches the payloads SNS matches."""
+    topic = api.post("/api/topics/", {"name": "objects"}, format="json").json()
+    add(api, topic, receiver.url + "/nested", filter_policy_scope="MessageBody",
+        filter_policy={"object.nested": ["string.value"], "flags": [None, False]})
+    sent = [api.post(f"/api/topics/{topic['id']}/publish/", {"payload": payload}, format="json").json()
+            for payload in ({"object": {"nested": "string.value"}, "flags": None},
+                            {"object.nested": "string.value", "flags": [False]},
+                            {"object": {"nested": "test-auto"}, "flags": None})]
+    assert [s["deliveries"] for s in sent] == [1, 1, 0]
+    fanout = api.get(f"/api/messages/{sent[2]['message_id']}/").json()["fanout"][0]
+    assert fanout["reason"] == """filtered out: body key 'object.nested' is "test-auto", which meets none of \
+["string.value"]"""

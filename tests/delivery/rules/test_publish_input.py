@@ -19,7 +19,8 @@ def test_a_minimal_publish_is_fine():
     ({"payload": 1, "ordering_key": "a\nb"}, "ordering_key"),
     ({"payload": 1, "ordering_key": "k" * 257}, "ordering_key"),
     ({"payload": 1, "attributes": {"flag": True}}, "attributes"),
-    ({"payload": 1, "attributes": {"x": [1]}}, "attributes"),
+    ({"payload": 1, "attributes": {"x": [[1]]}}, "attributes"),
+    ({"payload": 1, "attributes": {"x": [{"a": 1}]}}, "attributes"),
     ({"payload": 1, "attributes": "a=b"}, "attributes"), ({"payload": 1, "subject": 7}, "subject"),
 ])
 def test_each_problem_names_its_field(data, field):
