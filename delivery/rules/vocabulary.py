@@ -31,6 +31,7 @@ class FanoutOutcome(StrEnum):
     FILTERED_OUT = "filtered_out"
     NOT_CONFIRMED = "not_confirmed"
     SUBSCRIBED_AFTER = "subscribed_after_publish"
+    NOT_ADDRESSED = "not_addressed"  # another tenant's subscription: the message was published for someone else
     PENDING = "fan_out_pending"  # a large fan-out's job has not written it yet
     UNRECORDED = "not_recorded"  # published before decisions were recorded
 

@@ -2,8 +2,9 @@
 delivery where one exists (its state, next attempt and last error). Read by the message's API page and its admin
 page.
 
-The topic's current subscriptions are the rows: one created after the publish says so; one deleted since is gone
-with its deliveries."""
+The topic's current subscriptions are the rows, every one of them: one created after the publish says so; one of
+a tenant the message was not published for is `not_addressed` (and whom it was for); one deleted since is gone with
+its deliveries."""
 
 from django.db.models import Exists, OuterRef, Subquery
 
@@ -93,6 +94,10 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
         return "none: the subscription is confirmed now; later messages are delivered"
     if outcome == FanoutOutcome.SUBSCRIBED_AFTER:
         return "none: it receives messages published after it was created"
+    if outcome == FanoutOutcome.NOT_ADDRESSED:
+        whose = subscription.tenant.external_id if subscription.tenant else "?"
+        return (f"none, if that was meant; to reach it, publish with tenant={whose!r} (or broadcast=true for every "
+                f"tenant)")
     if delivery is None or delivery.status in (DeliveryStatus.SUCCEEDED, DeliveryStatus.IN_FLIGHT):
         return ""
     if lifecycle.is_waiting(delivery):
@@ -110,7 +115,20 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
     return "redrive the dead letters (the subscription's page) or retry this one now (the delivery's page)"
 
 
+def audience_words(message: Message) -> str:
+    """Whom a message was published for, in words."""
+    if message.broadcast:
+        return "every tenant"
+    if message.tenant_id is not None:
+        return f"tenant {message.tenant.external_id!r}" if message.tenant else "a tenant deleted since"
+    return "the owner's own subscriptions only (no tenant)"
+
+
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
+    if outcome == FanoutOutcome.NOT_ADDRESSED:
+        whose = subscription.tenant.external_id if subscription.tenant else "?"
+        return (f"published for {audience_words(message)}; this subscription is tenant {whose!r}'s, which the "
+                f"message was not for")
     if outcome == FanoutOutcome.FILTERED_OUT:
         return "filtered out: " + explain(
             subscription.filter_policy, message.attributes, key, scope=subscription.filter_policy_scope,
@@ -131,13 +149,15 @@ def _reason(outcome: str, subscription: Subscription, message: Message, key: str
 def subscriptions(message: Message, subscription_id: int | None = None, outcome: str | None = None):
     """The topic's subscriptions the report has rows for, in id order, narrowed to one `outcome` in the database:
     a page of the report reads a page of subscriptions (`decisions`), whatever the topic's size."""
-    # The message's audience only: a message for one tenant was never meant for another tenant's subscriptions.
-    found = Subscription.objects.filter(fanout.Audience.of(message).subscriptions(), topic_id=message.topic_id
-                                        ).select_related("endpoint").order_by("id")
+    found = Subscription.objects.filter(topic_id=message.topic_id).select_related("endpoint", "tenant").order_by("id")
     if subscription_id is not None:
         found = found.filter(id=subscription_id)
     if outcome is None:
         return found
+    addressed = fanout.Audience.of(message).subscriptions()  # the rest are other tenants': not_addressed
+    if outcome == FanoutOutcome.NOT_ADDRESSED:
+        return found.exclude(addressed)
+    found = found.filter(addressed)
     recorded = message.fanout_skipped or {}
     filtered = [sid for ids in (recorded.get(FanoutOutcome.FILTERED_OUT) or {}).values() for sid in ids]
     unconfirmed = list(recorded.get(FanoutOutcome.NOT_CONFIRMED) or [])
@@ -173,14 +193,20 @@ def decisions(message: Message, subscriptions_shown=None) -> list[dict]:
     by_subscription = {d.subscription_id: d for d in deliveries}
     last_attempts = Attempt.objects.in_bulk([d.last_attempt_id for d in by_subscription.values() if d.last_attempt_id])
     skipped = _skipped_index(message)
+    audience = fanout.Audience.of(message)
     rows = []
     for subscription in shown:
         recorded, key = skipped.get(subscription.id, (None, None))
         delivery = by_subscription.get(subscription.id)
         row = {"subscription": subscription.id, "endpoint": subscription.endpoint.url,
                "endpoint_id": subscription.endpoint_id,
-               "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state}
-        if delivery is not None:
+               "subscription_status": subscription.status, "endpoint_state": subscription.endpoint.state,
+               "tenant": subscription.tenant.external_id if subscription.tenant_id else None}
+        if delivery is None and not audience.reaches(subscription.tenant_id):
+            row.update(outcome=FanoutOutcome.NOT_ADDRESSED, delivery=None,
+                       reason=_reason(FanoutOutcome.NOT_ADDRESSED, subscription, message, None),
+                       fix=fix(FanoutOutcome.NOT_ADDRESSED, None, subscription))
+        elif delivery is not None:
             held = recorded if recorded in (FanoutOutcome.PAUSED, FanoutOutcome.AWAITING_CONFIRMATION) else None
             state = delivery_state(delivery, last_attempts.get(delivery.last_attempt_id))
             row.update(outcome=held or FanoutOutcome.DELIVERY,

@@ -107,6 +107,10 @@ class Audience(NamedTuple):
             return Q(tenant__isnull=True) | Q(tenant_id=self.tenant_id)
         return Q(tenant__isnull=True)
 
+    def reaches(self, tenant_id: int | None) -> bool:
+        """Does it reach a subscription of this tenant (None: the owner's own)? `subscriptions()` in Python."""
+        return tenant_id is None or self.broadcast or tenant_id == self.tenant_id
+
     @classmethod
     def of(cls, message: Message) -> "Audience":
         return cls(message.tenant_id, message.broadcast)

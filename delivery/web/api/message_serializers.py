@@ -84,6 +84,8 @@ class FanoutDecisionSerializer(serializers.Serializer):
     endpoint_id = serializers.IntegerField()
     subscription_status = serializers.CharField(help_text="The subscription's status now.")
     endpoint_state = serializers.CharField(help_text="The endpoint's state now.")
+    tenant = serializers.CharField(allow_null=True, help_text="The tenant (external id) whose subscription it is; "
+                                                              "null: the owner's own.")
     outcome = serializers.ChoiceField(choices=fanout_report.OUTCOMES)
     reason = serializers.CharField(help_text="The decision or the delivery's state, in words.")
     fix = serializers.CharField(help_text="What an operator can do about it (empty when nothing is needed).")

@@ -86,3 +86,28 @@ def test_a_message_shows_whom_it_was_published_for(shop, admin_client):
     assert (shown[for_all]["tenant"], shown[for_all]["broadcast"]) == (None, True)
     page = admin_client.get(f"/admin/herald_delivery/message/{for_acme.id}/change/").content.decode()
     assert "Acme" in page and "Broadcast" in page
+
+
+def test_the_fanout_answers_for_another_tenants_subscription(shop):
+    """"Why did Globex not get it?": the message was published for Acme. Every subscription of the topic has a row,
+    the other tenants' as `not_addressed`, counted and filtered by the database like every outcome."""
+    api, owner = shop["api"], Tenant.objects.get(external_id="acme").owner
+    for_acme = publish("orders", {"n": 1}, owner=owner, tenant="acme")
+    globex = shop["globex"]["subscription"]["id"]
+    answer = api.get(f"/api/messages/{for_acme.id}/fanout/?subscription={globex}").json()
+    assert answer["count"] == 1
+    row = answer["results"][0]
+    assert (row["outcome"], row["tenant"]) == ("not_addressed", "globex")
+    assert row["reason"] == "published for tenant 'acme'; this subscription is tenant 'globex''s, which the message " \
+                            "was not for"
+    assert "tenant='globex'" in row["fix"]
+    detail = api.get(f"/api/messages/{for_acme.id}/").json()
+    assert detail["fanout_summary"]["not_addressed"] == 1
+    assert detail["fanout_summary"]["delivery_created"] == 2  # acme's and the owner's own
+    listed = api.get(f"/api/messages/{for_acme.id}/fanout/?outcome=not_addressed").json()
+    assert [r["subscription"] for r in listed["results"]] == [globex]
+    own_only = publish("orders", {"n": 2}, owner=owner)
+    rows = {r["tenant"]: r for r in api.get(f"/api/messages/{own_only.id}/fanout/").json()["results"]}
+    assert rows["acme"]["outcome"] == rows["globex"]["outcome"] == "not_addressed"
+    assert rows["acme"]["reason"].startswith("published for the owner's own subscriptions only")
+    assert rows[None]["outcome"] == "delivery_created"
