@@ -89,6 +89,9 @@ WORST = (
     ("a 10-step dotted path of 15 prefixes, 2,500 objects", "MessageBody",
      {"a.b.c.d.e.f.g.h.i.j": [{"prefix": "w" * 1000 + str(n)} for n in range(15)]}, [],
      {"a": [DEEP(n) for n in range(2_500)]}, "e"),
+    ("150 $or branches of a 1 KB prefix, 26,000-element array", "MessageBody",
+     {"$or": [{"x": [{"prefix": "v" * 1000 + str(n)}], "y": ["v"]} for n in range(150)]}, [],
+     {"x": BIG_ARRAY[:25_990], "y": "v"}, "e"),
     ("the payload's dotted keys: 10,000 'a.*' keys, 5 paths", "MessageBody",
      {f"a.k{n}": ["nope"] for n in range(5)}, [], {f"a.v{n:05}": n for n in range(10_000)}, "e"),
 )

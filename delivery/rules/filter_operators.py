@@ -6,20 +6,24 @@ is how exact values compare (numbers by value to five digits after the decimal p
 `true` never equals `1`).
 
 An operator is a class: `problem` says what is wrong with its argument (the caller names where), `one` is its
-meaning for one argument and one value, written plainly, and `compile` is the same meaning for all of a key's
-conditions of this operator at once, in about constant time per value whatever their number (a test compares the
-two over every pair and triple of a pool of conditions). Adding an operator is adding a class to OPERATORS; adding a
-value type is `value_kind`, `identity` and the operators that take it.
+meaning for one argument and one value, written plainly, and `any_in` is the same question asked of many values at
+once, through their `Index` (sorted strings, numbers and addresses, sets of identities), in about logarithmic time:
+so a key's cost against a 26,000-element array is indexing the array once, then a few steps per condition, however
+many conditions (and `$or` branches) ask about it. A test compares `any_in` with `one` over every pair and triple
+of a pool of conditions. Adding an operator is adding a class to OPERATORS; adding a value type is `value_kind`,
+`identity`, `Index` and the operators that take it.
 
 SNS's documentation pages each operator comes from are named on its class (docs/filtering.md has the table).
 """
 
 import bisect
 import ipaddress
+import json
 import math
 import operator
 import re
-from functools import lru_cache
+from decimal import ROUND_HALF_UP, Decimal
+from functools import cached_property, lru_cache
 
 NUMERIC_LIMIT = 1e9  # SNS: numbers in a policy lie within ±10^9 ("Filter policy constraints")
 PRECISION = 5        # SNS: "five digits of accuracy after the decimal point"
@@ -32,6 +36,11 @@ def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def finite(value) -> bool:
+    """A number that is not inf or nan (an int of any size is; math.isfinite would overflow on a huge one)."""
+    return is_number(value) and (isinstance(value, int) or math.isfinite(value))
+
+
 def value_kind(value) -> str | None:
     """"string", "number", "boolean", "null", or None for what is not a leaf (an object, an array)."""
     if isinstance(value, str):
@@ -39,15 +48,19 @@ def value_kind(value) -> str | None:
     if isinstance(value, bool):
         return "boolean"
     if is_number(value):
-        return "number" if math.isfinite(value) else None
+        return "number" if finite(value) else None
     if value is None:
         return "null"
     return None
 
 
+@lru_cache(maxsize=65_536)
 def scaled(number) -> int:
-    """A number as SNS compares it: to five digits after the decimal point (100.123456789 is 100.1234567)."""
-    return round(number * SCALE)
+    """A number as SNS compares it: to five digits after the decimal point (100.123456789 is 100.1234567), rounded
+    half up on its decimal text, so 0.000025 is 0.00003 however binary floating point holds it."""
+    if isinstance(number, int):
+        return number * SCALE
+    return int(Decimal(repr(number)).scaleb(PRECISION).to_integral_value(ROUND_HALF_UP))
 
 
 def identity(value):
@@ -57,7 +70,7 @@ def identity(value):
 
 
 def number_problem(value) -> str | None:
-    if not is_number(value) or not math.isfinite(value) or abs(value) > NUMERIC_LIMIT:
+    if not finite(value) or abs(value) > NUMERIC_LIMIT:
         return "must be a number between -1e9 and 1e9"
     return None
 
@@ -72,10 +85,69 @@ def exact_problem(value) -> str | None:
     return None
 
 
+# --- many values at once ----------------------------------------------------------------------------------------
+
+class Index:
+    """A key's leaf values, indexed for conditions to ask about them: each structure is built once, when the first
+    condition needs it, in one pass (and a sort) over the values."""
+
+    def __init__(self, values: list):
+        self.values = values
+
+    @cached_property
+    def present(self) -> bool:  # a key exists when it has a value other than null ("Key matching")
+        return has_value(self.values)
+
+    @cached_property
+    def identities(self) -> set:
+        return {identity(value) for value in self.values}
+
+    @cached_property
+    def others(self) -> set:
+        """Identities of the values that are neither null nor strings (what no string condition can exclude)."""
+        return {i for i in self.identities if i[0] not in ("string", "null")}
+
+    @cached_property
+    def strings(self) -> list[str]:
+        return sorted({value for value in self.values if isinstance(value, str)})
+
+    @cached_property
+    def reversed_strings(self) -> list[str]:
+        return sorted(value[::-1] for value in self.strings)
+
+    @cached_property
+    def folded(self) -> set[str]:
+        return {value.casefold() for value in self.strings}
+
+    @cached_property
+    def numbers(self) -> list[int]:
+        return sorted({scaled(value) for value in self.values if is_number(value) and finite(value)})
+
+    @cached_property
+    def addresses(self) -> dict[int, list[int]]:
+        found: dict[int, set[int]] = {4: set(), 6: set()}
+        for value in self.strings:
+            address = _address(value)
+            if address is not None:
+                found[address.version].add(int(address))
+        return {version: sorted(numbers) for version, numbers in found.items()}
+
+
+def _starts(ordered: list[str], prefix: str) -> bool:
+    """Does a sorted list hold a string starting with `prefix`? (They sit together, from where it would go.)"""
+    at = bisect.bisect_left(ordered, prefix)
+    return at < len(ordered) and ordered[at].startswith(prefix)
+
+
+def _all_start(ordered: list[str], prefix: str) -> bool:
+    """Does every string of a sorted list start with `prefix`? (Then the first and the last do.)"""
+    return not ordered or (ordered[0].startswith(prefix) and ordered[-1].startswith(prefix))
+
+
 # --- operators ------------------------------------------------------------------------------------------------------
 
 class Operator:
-    """One operator; subclasses set `name` and define `problem`, `one` and (for speed) `compile`."""
+    """One operator; subclasses set `name` and define `problem`, `one` and `any_in`."""
 
     name = ""
     presence = False  # decides on whether the key has a value at all (exists), not on the values
@@ -87,9 +159,9 @@ class Operator:
         """Does this operator with `argument` hold for one leaf value?"""
         raise NotImplementedError
 
-    def compile(self, arguments: list):
-        """A test of one leaf value that holds when `one` holds for any of `arguments`."""
-        return lambda value: any(self.one(argument, value) for argument in arguments)
+    def any_in(self, argument, index: Index) -> bool:
+        """Does it hold for any of the indexed values? (`one` for each value, in a few steps.)"""
+        raise NotImplementedError
 
 
 def _non_empty_string(argument) -> str | None:
@@ -105,11 +177,14 @@ class Exact(Operator):
         return exact_problem(argument)
 
     def one(self, argument, value):
-        return identity(argument) == identity(value)
+        if isinstance(argument, str):
+            return isinstance(value, str) and value == argument
+        if argument is None or isinstance(argument, bool):
+            return value is argument  # None, True and False are each one object
+        return is_number(value) and finite(value) and scaled(value) == scaled(argument)
 
-    def compile(self, arguments):
-        wanted = {identity(argument) for argument in arguments}
-        return lambda value: identity(value) in wanted
+    def any_in(self, argument, index):
+        return identity(argument) in index.identities
 
 
 class Prefix(Operator):
@@ -121,9 +196,8 @@ class Prefix(Operator):
     def one(self, argument, value):
         return isinstance(value, str) and value.startswith(argument)
 
-    def compile(self, arguments):
-        prefixes = tuple(arguments)
-        return lambda value: isinstance(value, str) and value.startswith(prefixes)
+    def any_in(self, argument, index):
+        return _starts(index.strings, argument)
 
 
 class Suffix(Operator):
@@ -135,9 +209,8 @@ class Suffix(Operator):
     def one(self, argument, value):
         return isinstance(value, str) and value.endswith(argument)
 
-    def compile(self, arguments):
-        suffixes = tuple(arguments)
-        return lambda value: isinstance(value, str) and value.endswith(suffixes)
+    def any_in(self, argument, index):
+        return _starts(index.reversed_strings, argument[::-1])
 
 
 class EqualsIgnoreCase(Operator):
@@ -149,9 +222,8 @@ class EqualsIgnoreCase(Operator):
     def one(self, argument, value):
         return isinstance(value, str) and value.casefold() == argument.casefold()
 
-    def compile(self, arguments):
-        folded = {argument.casefold() for argument in arguments}
-        return lambda value: isinstance(value, str) and value.casefold() in folded
+    def any_in(self, argument, index):
+        return argument.casefold() in index.folded
 
 
 class Exists(Operator):
@@ -167,9 +239,8 @@ class Exists(Operator):
     def one(self, argument, value):  # asked with the key's presence as the value
         return value is argument
 
-    def compile(self, arguments):
-        wanted = set(arguments)
-        return lambda present: present in wanted
+    def any_in(self, argument, index):
+        return index.present is argument
 
 
 NUMERIC_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -201,30 +272,28 @@ class Numeric(Operator):
         return None
 
     def one(self, terms, value):
-        return is_number(value) and math.isfinite(value) and all(
-            NUMERIC_OPS[terms[i]](scaled(value), scaled(terms[i + 1])) for i in range(0, len(terms), 2))
+        return finite(value) and all(NUMERIC_OPS[terms[i]](scaled(value), scaled(terms[i + 1]))
+                                     for i in range(0, len(terms), 2))
 
-    def compile(self, arguments):
-        """The ranges' bounds, sorted, and whether any range holds each segment they cut the line into (below the
-        first bound, each bound, between bounds, above the last): within a segment the answer is the same, so a
-        value costs one binary search."""
-        bounds = sorted({scaled(term) for terms in arguments for term in terms[1::2]})
-        points = [bounds[0] - 1]
-        for low, high in zip(bounds, bounds[1:], strict=False):
-            points += [low, (low + high) / 2]
-        points += [bounds[-1], bounds[-1] + 1]
-        covered = [any(all(NUMERIC_OPS[terms[i]](point, scaled(terms[i + 1])) for i in range(0, len(terms), 2))
-                       for terms in arguments) for point in points]
-
-        def test(value):
-            if not is_number(value) or not math.isfinite(value):
-                return False
-            at = scaled(value)
-            index = bisect.bisect_left(bounds, at)
-            if index < len(bounds) and bounds[index] == at:
-                return covered[2 * index + 1]
-            return covered[2 * index]
-        return test
+    def any_in(self, terms, index):
+        numbers = index.numbers
+        if not numbers:
+            return False
+        if len(terms) == 2 and terms[0] == "=":
+            at, wanted = bisect.bisect_left(numbers, scaled(terms[1])), scaled(terms[1])
+            return at < len(numbers) and numbers[at] == wanted
+        low = high = None
+        for i in range(0, len(terms), 2):
+            if terms[i] in (">", ">="):
+                low = (terms[i], scaled(terms[i + 1]))
+            else:
+                high = (terms[i], scaled(terms[i + 1]))
+        at = 0
+        if low is not None:  # the smallest number above the lower bound ...
+            at = (bisect.bisect_right if low[0] == ">" else bisect.bisect_left)(numbers, low[1])
+        if at >= len(numbers):
+            return False
+        return high is None or NUMERIC_OPS[high[0]](numbers[at], high[1])  # ... is below the upper one
 
 
 @lru_cache(maxsize=1024)
@@ -262,21 +331,11 @@ class Cidr(Operator):
         address = _address(value)
         return address is not None and address in network(argument)
 
-    def compile(self, arguments):
-        networks: dict[tuple[int, int], set[int]] = {}  # by (version, prefix length): the networks' prefixes
-        for argument in arguments:
-            net = network(argument)
-            networks.setdefault((net.version, net.prefixlen), set()).add(
-                int(net.network_address) >> (net.max_prefixlen - net.prefixlen))
-
-        def test(value):
-            address = _address(value)
-            if address is None:
-                return False
-            number, bits = int(address), address.max_prefixlen
-            return any(number >> (bits - length) in prefixes
-                       for (version, length), prefixes in networks.items() if version == address.version)
-        return test
+    def any_in(self, argument, index):
+        net = network(argument)
+        numbers = index.addresses[net.version]
+        at = bisect.bisect_left(numbers, int(net.network_address))
+        return at < len(numbers) and numbers[at] <= int(net.broadcast_address)
 
 
 class AnythingBut(Operator):
@@ -314,34 +373,17 @@ class AnythingBut(Operator):
         excluded = argument if isinstance(argument, list) else [argument]
         return identity(value) not in {identity(item) for item in excluded}
 
-    def compile(self, arguments):
-        listed = [a if isinstance(a, list) else [a] for a in arguments if not isinstance(a, dict)]
-        # A value passes one list unless it is in it: it passes some list unless it is in every one of them.
-        in_all = set.intersection(*[{identity(item) for item in x} for x in listed]) if listed else None
-        affixed = {kind: [a[kind] for a in arguments if isinstance(a, dict) and kind in a] for kind in self.AFFIXES}
-        having_all = {kind: self._all_of(affixes, self.AFFIXES[kind]) for kind, affixes in affixed.items()}
-
-        def test(value):
-            if value is None:
-                return False
-            if in_all is not None and identity(value) not in in_all:
+    def any_in(self, argument, index):
+        if isinstance(argument, dict):  # a value passes unless it is a string with the affix: unless all do
+            (kind, affix), = argument.items()
+            if index.others:
                 return True
-            for kind, must in having_all.items():
-                if must is None:
-                    continue
-                if must is False or not isinstance(value, str) or not self.AFFIXES[kind](value, must):
-                    return True
-            return False
-        return test
-
-    @staticmethod
-    def _all_of(affixes: list[str], has):
-        """A value passes one of several `anything-but` prefixes (suffixes) unless it has every one. None: no such
-        condition; False: no value can have them all; else the affix that having all of them comes down to."""
-        if not affixes:
-            return None
-        longest = max(affixes, key=len)
-        return longest if all(has(longest, affix) for affix in affixes) else False
+            if kind == "prefix":
+                return not _all_start(index.strings, affix)
+            return not _all_start(index.reversed_strings, affix[::-1])
+        excluded = {identity(item) for item in (argument if isinstance(argument, list) else [argument])}
+        candidates = index.identities - {("null", None)}
+        return len(candidates) > sum(1 for item in excluded if item in candidates)  # one is not excluded
 
 
 EXACT = Exact()
@@ -362,7 +404,8 @@ def condition_problem(condition) -> str | None:
     if not isinstance(condition, dict):
         return EXACT.problem(condition)
     if len(condition) != 1 or next(iter(condition)) not in OPERATORS:
-        return f"unknown operator {str(condition)[:100]}; known: {', '.join(OPERATORS)}"
+        shown = json.dumps(condition, ensure_ascii=False, default=str)[:100]
+        return f"unknown operator {shown}; known: {', '.join(OPERATORS)}"
     (name, argument), = condition.items()
     problem = OPERATORS[name].problem(argument)
     if problem is None:
@@ -370,51 +413,64 @@ def condition_problem(condition) -> str | None:
     return f".{name}{problem}" if problem.startswith((".", "[")) else f".{name}: {problem}"
 
 
-class Conditions:
-    """One key's conditions, compiled: each operator's conditions as one test, so a value costs one check per
-    operator whatever the number of conditions (an array of 28,000 elements against 150 conditions, what the limits
-    allow, was 150 × 28,000 checks: 2-28 s per publish)."""
-
-    def __init__(self, conditions: list):
-        grouped: dict[Operator, list] = {}
-        for condition in conditions:
-            op, argument = operator_of(condition)
-            grouped.setdefault(op, []).append(argument)
-        self.presence = [op.compile(arguments) for op, arguments in grouped.items() if op.presence]
-        self.tests = [op.compile(arguments) for op, arguments in grouped.items() if not op.presence]
-
-    def holds(self, values: list, absent_counts: bool = True) -> bool:
-        """Do the conditions hold for a key with these leaf values (none: the key has no value)? A key exists when
-        it has a value other than null ("Key matching": exists applies to leaves, and `true` needs a non-null
-        value); `absent_counts` False: an absent key matches no `exists: false` (a message without attributes)."""
-        present = has_value(values)
-        if (present or absent_counts) and any(test(present) for test in self.presence):
-            return True
-        if not self.tests:
-            return False
-        seen = set()
-        for value in values:  # each distinct value once
-            key = identity(value)
-            if key in seen:
-                continue
-            seen.add(key)
-            if any(test(value) for test in self.tests):
-                return True
-        return False
-
-
 def has_value(values: list) -> bool:
     return any(value is not None for value in values)
 
 
-def holds_one_by_one(conditions: list, values: list) -> bool:
-    """The same answer as Conditions(conditions).holds(values), condition by condition (`one`): the meaning the
-    compiled form is tested against."""
+# A condition that cannot be asked of a value (a stored policy from before a rule, with an argument no operator
+# takes any more) holds for none: the publish goes on.
+UNASKABLE = (TypeError, ValueError, KeyError, AttributeError, OverflowError)
+
+
+def prepared(conditions: list) -> list[tuple]:
+    """(operator, argument) of each condition, read once; a condition no operator takes any more is left out."""
+    found = []
     for condition in conditions:
-        op, argument = operator_of(condition)
-        if op.presence:
-            if op.one(argument, has_value(values)):
+        try:
+            found.append(operator_of(condition))
+        except UNASKABLE:
+            continue
+    return found
+
+
+def holds_prepared(asks: list[tuple], values: list, absent_counts: bool = True) -> bool:
+    """`holds_one_by_one` of conditions already `prepared`."""
+    present = None
+    for op, argument in asks:
+        try:
+            if op.presence:
+                if present is None:
+                    present = has_value(values)
+                if (present or absent_counts) and op.one(argument, present):
+                    return True
+            else:
+                for value in values:
+                    if op.one(argument, value):
+                        return True
+        except UNASKABLE:
+            continue
+    return False
+
+
+def holds_one_by_one(conditions: list, values: list, absent_counts: bool = True) -> bool:
+    """Do the conditions hold for a key with these leaf values (none: the key has no value), condition by condition
+    and value by value (`one`)? The meaning, and the cheaper way for a value or two. `absent_counts` False: an
+    absent key matches no `exists: false` (a message without attributes)."""
+    return holds_prepared(prepared(conditions), values, absent_counts)
+
+
+def holds_indexed(conditions: list, index: Index, absent_counts: bool = True) -> bool:
+    """The same answer as `holds_one_by_one`, each condition asking the values' index (`any_in`)."""
+    return holds_prepared_indexed(prepared(conditions), index, absent_counts)
+
+
+def holds_prepared_indexed(asks: list[tuple], index: Index, absent_counts: bool = True) -> bool:
+    for op, argument in asks:
+        try:
+            if op.presence and not (index.present or absent_counts):
+                continue
+            if op.any_in(argument, index):
                 return True
-        elif any(op.one(argument, value) for value in values):
-            return True
+        except UNASKABLE:
+            continue
     return False

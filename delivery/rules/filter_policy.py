@@ -25,7 +25,15 @@ list matches every event type.
 import json
 from functools import lru_cache
 
-from delivery.rules.filter_operators import OPERATORS, Conditions, condition_problem, value_kind
+from delivery.rules.filter_operators import (
+    OPERATORS,
+    Index,
+    condition_problem,
+    holds_prepared,
+    holds_prepared_indexed,
+    prepared,
+    value_kind,
+)
 from subscriptions.states import FILTER_SCOPES
 
 SCOPES = FILTER_SCOPES
@@ -63,10 +71,28 @@ class Node:
         return self._nested[key]
 
     def leaf(self, key: str, conditions: list) -> None:
-        self.entries.append(("leaf", key, conditions))
+        self.entries.append(("leaf", key, Leaf(conditions)))
 
     def either(self, branches: list["Node"]) -> None:
         self.entries.append(("or", None, branches))
+
+
+class Leaf:
+    """A key's conditions: checked one by one against a value or two, and against many values through the values'
+    index (filter_operators.Index, built once per key and message however many conditions and `$or` branches ask)."""
+
+    __slots__ = ("conditions", "asks")
+
+    def __init__(self, conditions: list):
+        self.conditions, self.asks = conditions, prepared(conditions)
+
+    def holds(self, values: list, asked: "_Asked", data, key: str, absent_counts: bool = True) -> bool:
+        if len(values) * len(self.asks) <= INDEX_AT:
+            return holds_prepared(self.asks, values, absent_counts)
+        return holds_prepared_indexed(self.asks, asked.index(data, key, values), absent_counts)
+
+
+INDEX_AT = 64  # values × conditions beyond which a key's values are indexed rather than checked one by one
 
 
 def is_or(key, value) -> bool:
@@ -80,11 +106,15 @@ def _steps(key: str, scope: str) -> list[str]:
     return key.split(".") if scope == BODY else [key]
 
 
-def _read(policy: dict, scope: str, where: str, node: Node, depth: int) -> None:
-    """Read `policy` into `node`, checking it; FilterPolicyError names the first part SNS would refuse."""
-    if depth > MAX_DEPTH:
+def _read(policy: dict, scope: str, where: str, node: Node, depth: int, strict: bool = True) -> None:
+    """Read `policy` into `node`, checking it (`strict`); FilterPolicyError names the first part SNS would refuse.
+    Not strict: a stored policy, checked when it was written, is read as it is, also one written before a rule
+    was added (a number over 1e9), so that a publish never fails on it."""
+    if not strict:
+        pass
+    elif depth > MAX_DEPTH:
         raise FilterPolicyError(f"{where or 'the policy'}: nested more than {MAX_DEPTH} levels deep")
-    if not policy:
+    elif not policy:
         raise FilterPolicyError(f"{where or 'the policy'}: must not be empty")
     for key, value in policy.items():
         here = f"{where}.{key}" if where else key
@@ -92,14 +122,14 @@ def _read(policy: dict, scope: str, where: str, node: Node, depth: int) -> None:
             branches = []
             for n, branch in enumerate(value):
                 branches.append(Node())
-                _read(branch, scope, f"{here}[{n}]", branches[-1], depth + 1)
+                _read(branch, scope, f"{here}[{n}]", branches[-1], depth + 1, strict)
             node.either(branches)
             continue
-        if key == OR and isinstance(value, list) and any(
+        if strict and key == OR and isinstance(value, list) and any(
                 isinstance(b, dict) and not (b.keys() & OPERATORS.keys()) for b in value):
             raise FilterPolicyError(f"{here}: must be a list of at least two policy objects to be SNS's {OR} "
                                     f"operator (otherwise {OR} is a key like any other, and its list holds conditions)")
-        if not isinstance(key, str) or not key or (scope == BODY and "" in key.split(".")):
+        if strict and (not isinstance(key, str) or not key or (scope == BODY and "" in key.split("."))):
             raise FilterPolicyError(f"{here or repr(key)}: a key must be a non-empty name (a dotted path's steps "
                                     f"too)")
         steps = _steps(key, scope)
@@ -110,27 +140,34 @@ def _read(policy: dict, scope: str, where: str, node: Node, depth: int) -> None:
             if scope != BODY:
                 raise FilterPolicyError(f"{here}: filter policy scope MessageAttributes does not support nested "
                                         f"filter policy (nested keys need filter_policy_scope MessageBody)")
-            _read(value, scope, here, target.child(steps[-1]), depth + len(steps))
+            _read(value, scope, here, target.child(steps[-1]), depth + len(steps), strict)
         elif isinstance(value, list) and value:
-            for n, condition in enumerate(value):
+            if strict and depth + len(steps) - 1 > MAX_DEPTH:
+                raise FilterPolicyError(f"{here}: nested more than {MAX_DEPTH} levels deep")
+            if strict and any(kind == "leaf" and other == steps[-1] for kind, other, _ in target.entries):
+                raise FilterPolicyError(f"{here}: the same path twice (as a dotted key and inside a nested one); "
+                                        f"give its conditions once")
+            for n, condition in enumerate(value if strict else ()):
                 problem = condition_problem(condition)
                 if problem:
                     joined = f"{here}[{n}]{problem}" if problem.startswith((".", "[")) else f"{here}[{n}]: {problem}"
                     raise FilterPolicyError(joined)
             target.leaf(steps[-1], value)
-        else:
+        elif strict:
             raise FilterPolicyError(f"{here}: must be a non-empty list of conditions"
                                     + (" or a nested policy" if scope == BODY else ""))
+        else:
+            target.leaf(steps[-1], [])  # nothing it could match
 
 
-def shape(policy, scope: str = ATTRIBUTES) -> Node:
-    """The policy's tree (checked); raises FilterPolicyError for one SNS would refuse."""
+def shape(policy, scope: str = ATTRIBUTES, *, strict: bool = True) -> Node:
+    """The policy's tree (checked unless not `strict`); raises FilterPolicyError for one SNS would refuse."""
     if scope not in SCOPES:
         raise FilterPolicyError(f"filter_policy_scope must be one of {', '.join(SCOPES)}")
     if not isinstance(policy, dict):
         raise FilterPolicyError("must be an object mapping keys to lists of conditions")
     root = Node()
-    _read(policy, scope, "", root, 1)
+    _read(policy, scope, "", root, 1, strict)
     return root
 
 
@@ -157,8 +194,9 @@ def _count(node: Node, depth: int) -> tuple[int, list[str]]:
     total, terms = 1, []
     for kind, key, item in node.entries:
         if kind == "leaf":
-            total *= depth * len(item)
-            terms.append(f"{key} {len(item)}" if depth == 1 else f"{key} {len(item)} × depth {depth}")
+            n = len(item.conditions)
+            total *= depth * n
+            terms.append(f"{key} {n}" if depth == 1 else f"{key} {n} × depth {depth}")
         elif kind == "nested":
             inner = _count(item, depth + 1)[0]
             total *= inner
@@ -186,7 +224,11 @@ def validate(policy, scope: str = ATTRIBUTES) -> None:
         return
     if not isinstance(policy, dict):
         raise FilterPolicyError("must be an object mapping keys to lists of conditions")
-    if len(json.dumps(policy, ensure_ascii=False).encode()) > MAX_POLICY_BYTES:
+    try:
+        size = len(json.dumps(policy, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        raise FilterPolicyError("must be JSON: an object of keys (strings) to lists of conditions") from None
+    if size > MAX_POLICY_BYTES:
         raise FilterPolicyError(f"is larger than {MAX_POLICY_BYTES // 1024} KiB")
     root = shape(policy, scope)
     keys = sorted(_leaf_paths(root, ""))
@@ -214,22 +256,27 @@ def problems(*, policy=None, scope: str = ATTRIBUTES, event_types=None) -> dict[
 # --- matching ---------------------------------------------------------------------------------------------------
 
 def _leaves_of(value, into: list) -> list:
-    """The leaf values of a value: itself, or an array's elements at any depth; objects are none."""
-    if isinstance(value, list):
-        for item in value:
-            _leaves_of(item, into)
-    elif value_kind(value) is not None:
-        into.append(value)
+    """The leaf values of a value: itself, or an array's elements at any depth; objects are none. (A loop, not a
+    recursion: a text message's JSON is as deep as its sender made it.)"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif value_kind(item) is not None:
+            into.append(item)
     return into
 
 
 def _objects_of(value, into: list) -> list:
     """The objects of a value: itself, or an array's objects at any depth (arrays of arrays included)."""
-    if isinstance(value, list):
-        for item in value:
-            _objects_of(item, into)
-    elif isinstance(value, dict):
-        into.append(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            into.append(item)
     return into
 
 
@@ -241,71 +288,81 @@ def _dotted(data: dict, key: str) -> dict | None:
     return found or None
 
 
-def _at(data, key: str, scope: str):
-    """What `data` (an object, or None) holds at one step `key`: (leaf values, objects)."""
+def _values(data, key: str) -> list:
+    """The leaf values `data` (an object, or None) holds at one step `key`."""
+    if not isinstance(data, dict) or key not in data:
+        return []
+    value = data[key]
+    if not isinstance(value, list):
+        return [value] if value_kind(value) is not None else []
+    return _leaves_of(value, [])
+
+
+def _objects(data, key: str, scope: str) -> list:
+    """The objects `data` holds at one step `key` (the payload's dotted keys continuing the path among them)."""
     if not isinstance(data, dict):
-        return [], []
-    if key in data:
-        value = data[key]
-        leaves, objects = _leaves_of(value, []), _objects_of(value, [])
-    else:
-        leaves, objects = [], []
+        return []
+    objects = _objects_of(data[key], []) if key in data else []
     if scope == BODY:
         extra = _dotted(data, key)
-        if extra is not None:
-            # the payload's dotted keys continue the path: merged into the one object there, else one more object
+        if extra is not None:  # merged into the one object there (both values kept), else one more object
             if len(objects) == 1:
-                objects = [{**objects[0], **extra}]
+                merged = dict(objects[0])
+                for name, value in extra.items():
+                    merged[name] = [merged[name], value] if name in merged else value
+                objects = [merged]
             else:
-                objects.append(extra)
-    return leaves, objects
+                objects = [*objects, extra]
+    return objects
 
 
-_compiled: dict[int, tuple[list, Conditions]] = {}
+class _Asked:
+    """One match's indexes of values, by (object, key): each built once, however many leaves and `$or` branches
+    ask about the same values."""
+
+    __slots__ = ("scope", "_indexes")
+
+    def __init__(self, scope: str):
+        self.scope, self._indexes = scope, {}
+
+    def index(self, data, key: str, values: list) -> Index:
+        found = self._indexes.get((id(data), key))
+        if found is None:
+            found = self._indexes[(id(data), key)] = Index(values)
+        return found
 
 
-def compiled(conditions: list) -> Conditions:
-    """A key's conditions compiled once per list object (policies are decoded once per process and shared)."""
-    entry = _compiled.get(id(conditions))
-    if entry is None or entry[0] is not conditions:
-        if len(_compiled) > 10_000:
-            _compiled.clear()
-        entry = _compiled[id(conditions)] = (conditions, Conditions(conditions))
-    return entry[1]
-
-
-def _failing(node: Node, data, scope: str, prefix: str) -> str | None:
+def _failing(node: Node, data, asked: _Asked, prefix: str) -> str | None:
     """The first key (dotted path) of `node` that `data` fails, or None when it matches."""
     for kind, key, item in node.entries:
         if kind == "leaf":
-            # SNS: `exists: false` matches only a message with at least one attribute ("Key matching")
-            absent_counts = scope == BODY or bool(data)
-            if not compiled(item).holds(_at(data, key, scope)[0], absent_counts=absent_counts):
+            if not item.holds(_values(data, key), asked, data, key, asked.scope == BODY or bool(data)):
                 return prefix + key
         elif kind == "nested":  # one object (of an array, at any depth) must match all of it
             first = None
-            for obj in _at(data, key, scope)[1] or [None]:
-                failed = _failing(item, obj, scope, f"{prefix}{key}.")
+            for obj in _objects(data, key, asked.scope) or [None]:
+                failed = _failing(item, obj, asked, f"{prefix}{key}.")
                 if failed is None:
                     break
                 first = first or failed
             else:
                 return first
-        elif not any(_failing(branch, data, scope, prefix) is None for branch in item):
+        elif not any(_failing(branch, data, asked, prefix) is None for branch in item):
             return f"{prefix}{OR}"
     return None
 
 
 _shapes: dict[int, tuple[dict, str, Node]] = {}
+SHAPES_KEPT = 50_000  # as many as fanout.decoded keeps decoded policies
 
 
 def _shape_of(policy: dict, scope: str) -> Node:
     """The tree of a stored policy, read once per decoded policy object."""
     entry = _shapes.get(id(policy))
     if entry is None or entry[0] is not policy or entry[1] != scope:
-        if len(_shapes) > 10_000:
+        if len(_shapes) >= SHAPES_KEPT:
             _shapes.clear()
-        entry = _shapes[id(policy)] = (policy, scope, shape(policy, scope))
+        entry = _shapes[id(policy)] = (policy, scope, shape(policy, scope, strict=False))
     return entry[2]
 
 
@@ -315,7 +372,7 @@ def body_of(payload, payload_is_text: bool = False):
         return payload
     try:
         return json.loads(payload)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -324,7 +381,10 @@ def failing_key(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None)
     branch matched), or None when it matches. `body`: the parsed payload, for the MessageBody scope."""
     if not policy:
         return None
-    return _failing(_shape_of(policy, scope), body if scope == BODY else attributes, scope, "")
+    root = _shape_of(policy, scope)
+    if scope == BODY and not isinstance(body, dict):  # a text that is no JSON object: never matched (as SNS)
+        return next((key if kind != "or" else OR for kind, key, _ in root.entries), None)
+    return _failing(root, body if scope == BODY else attributes, _Asked(scope), "")
 
 
 def matches(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None) -> bool:
@@ -380,7 +440,7 @@ def _conditions_at(node: Node, path: list[str]) -> list | None:
     found = []
     for kind, key, item in node.entries:
         if kind == "leaf" and len(path) == 1 and key == path[0]:
-            found += item
+            found += item.conditions
         elif kind == "nested" and len(path) > 1 and key == path[0]:
             found += _conditions_at(item, path[1:]) or []
         elif kind == "or":
@@ -393,8 +453,8 @@ def _values_at(data, path: list[str], scope: str) -> list:
     """Every leaf value at `path` in `data` (through every object on the way)."""
     contexts = [data]
     for step in path[:-1]:
-        contexts = [obj for context in contexts for obj in _at(context, step, scope)[1]]
-    return [value for context in contexts for value in _at(context, path[-1], scope)[0]]
+        contexts = [obj for context in contexts for obj in _objects(context, step, scope)]
+    return [value for context in contexts for value in _values(context, path[-1])]
 
 
 def explain(policy, attributes: dict, key: str | None = None, *, scope: str = ATTRIBUTES, body=None,
@@ -408,14 +468,19 @@ def explain(policy, attributes: dict, key: str | None = None, *, scope: str = AT
     if key is None:
         return "the message matches the filter policy"
     noun = "body key" if scope == BODY else "attribute"
-    if key.endswith(OR):
-        return f"the message matches none of the {OR} branches of the filter policy"
     try:
-        root = shape(policy or {}, scope) if policy else None
+        root = shape(policy, scope, strict=False) if policy else None
     except FilterPolicyError:
         root = None
     path = _steps(key, scope)
     conditions = _conditions_at(root, path) if root is not None else None
+    if conditions is None and path[-1] == OR:
+        return f"the message matches none of the {OR} branches of the filter policy"
+    if scope == BODY and not isinstance(body, dict):
+        return "the message's body is not a JSON object, so no body key can match"
+    if scope != BODY and not attributes and {"exists": False} in conditions:
+        return (f"the message has no attributes; attribute {key!r} is missing, but exists: false matches only a "
+                f"message with attributes (as SNS)")
     if conditions is None:
         return f"the filter policy's rules for {noun} {key!r} did not match (the policy has changed since)"
     rules = json.dumps(conditions, ensure_ascii=False)

@@ -40,8 +40,11 @@ ATTRIBUTE_TYPES = ("a string (SNS's String), a number (Number) or a list of stri
 
 
 def _scalar(item) -> bool:
-    return isinstance(item, str) or (isinstance(item, (int, float)) and not isinstance(item, bool)
-                                     and math.isfinite(item))
+    if isinstance(item, str):
+        return True
+    if isinstance(item, bool) or not isinstance(item, (int, float)):
+        return False
+    return isinstance(item, int) or math.isfinite(item)  # an int of any size is (isfinite would overflow on it)
 
 
 def attributes_problem(value) -> str | None:

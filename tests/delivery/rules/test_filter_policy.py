@@ -131,7 +131,10 @@ def test_body_scope_ignores_attributes_and_reads_json_text():
     assert matches({"kind": ["a"]}, {"kind": "a"}, scope=BODY, body={}) is False
     assert matches({"kind": ["a"]}, {}, scope=BODY, body=body_of('{"kind": "a"}', True)) is True
     assert matches({"kind": ["a"]}, {}, scope=BODY, body=body_of("plain words", True)) is False
-    assert matches({"kind": [{"exists": False}]}, {}, scope=BODY, body=body_of([1, 2])) is True
+    # a body that is no JSON object is never matched, not even by exists: false (recorded against SNS: a plain
+    # string, or a JSON string, was not delivered)
+    assert matches({"kind": [{"exists": False}]}, {}, scope=BODY, body=body_of([1, 2])) is False
+    assert matches({"kind": [{"exists": False}]}, {}, scope=BODY, body=body_of("plain words", True)) is False
 
 
 @pytest.mark.parametrize("policy, scope, named", [
@@ -302,9 +305,28 @@ def test_every_operator_costs_one_check_per_element_whatever_the_conditions(oper
     monkeypatch.setattr(filter_operators, "identity", lambda value: calls.append(1) or real(value))
     for op in filter_operators.OPERATORS.values():
         monkeypatch.setattr(op, "one", lambda *args: pytest.fail("a condition checked one by one"))
+    asked = []
+    for op in filter_operators.OPERATORS.values():
+        real_any = op.any_in
+        monkeypatch.setattr(op, "any_in", lambda arg, index, real_any=real_any: asked.append(1) or real_any(arg, index))
     elements = [f"w{n}" for n in range(14_000)] + list(range(14_000))  # distinct: none checked twice
     assert filters.failing_key(policy, {}, scope=filters.BODY, body={"x": elements}) in ("x", None)
     assert len(calls) <= 3 * len(elements) + 1  # a few per element, whatever the number of conditions
+    assert len(asked) <= filters.MAX_COMBINATIONS  # and a few steps per condition
+
+
+def test_or_branches_asking_about_one_key_index_its_values_once(monkeypatch):
+    """150 `$or` branches, each with its own condition on the same 28,000-element array (what the limits allow):
+    the array is indexed once, and each branch asks the index (`any_in`), never each element again."""
+    policy = {"$or": [{"x": [{"prefix": "w" * 1000 + str(n)}], "y": ["v"]} for n in range(150)]}
+    filters.validate(policy, scope=filters.BODY)
+    built = []
+    real = filter_operators.Index.__init__
+    monkeypatch.setattr(filter_operators.Index, "__init__", lambda self, values: built.append(1) or real(self, values))
+    monkeypatch.setattr(filter_operators.Prefix, "one", lambda *args: pytest.fail("an element checked one by one"))
+    body = {"x": [f"w{n}" for n in range(28_000)], "y": "v"}
+    assert filters.failing_key(policy, {}, scope=filters.BODY, body=body) == "$or"
+    assert len(built) == 1
 
 
 POOL = [None, True, False, 0, 1, 1.5, 1.000001, -3, 100, "a", "A", "ab", "abc", "b", "ba", "cab", "10.0.0.1",
@@ -321,16 +343,17 @@ RULE_POOL = [None, 0, 1, 1.5, "a", "ab", True, False, {"prefix": "a"}, {"prefix"
 
 def test_compiled_conditions_mean_what_each_condition_means():
     """Every single condition, pair and triple from the pool against no value, every leaf value (strings, numbers,
-    true, false, null) and pairs of them (an array): the compiled conditions answer as the conditions checked one
-    by one (each operator's `one`)."""
-    value_sets = [[]] + [[v] for v in POOL] + [list(pair) for pair in itertools.combinations(POOL, 2)][::7]
+    true, false, null), pairs and triples of them (an array): asking the values' index (`any_in`) answers as the
+    conditions checked one by one (each operator's `one`)."""
+    value_sets = ([[]] + [[v] for v in POOL] + [list(pair) for pair in itertools.combinations(POOL, 2)][::7]
+                  + [list(triple) for triple in itertools.combinations(POOL, 3)][::97])
     checked = 0
     for size in (1, 2, 3):
         for conditions in itertools.combinations(RULE_POOL, size):
             conditions = list(conditions)
-            compiled = filter_operators.Conditions(conditions)
             for values in value_sets:
                 expected = filter_operators.holds_one_by_one(conditions, values)
-                assert compiled.holds(values) is expected, (conditions, values)
+                indexed = filter_operators.holds_indexed(conditions, filter_operators.Index(values))
+                assert indexed is expected, (conditions, values)
                 checked += 1
     assert checked > 100_000

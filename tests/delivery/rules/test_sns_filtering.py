@@ -4,7 +4,16 @@ differs on purpose, docs/filtering.md ("Differences from SNS") says so, and the 
 
 import pytest
 
-from delivery.rules.filter_policy import BODY, FilterPolicyError, combinations, explain, failing_key, matches, validate
+from delivery.rules.filter_policy import (
+    BODY,
+    FilterPolicyError,
+    body_of,
+    combinations,
+    explain,
+    failing_key,
+    matches,
+    validate,
+)
 
 AWS = "https://docs.aws.amazon.com/sns/latest/dg/"
 CONSTRAINTS = AWS + "subscription-filter-policy-constraints.html"
@@ -254,3 +263,52 @@ def test_each_operator_in_both_scopes(condition, value, expected):
                                                                   or condition == {"anything-but": {"prefix": "rug"}})
     assert body_matches(policy, {"k": value}) is expected
     assert body_matches({"outer.k": [condition]}, {"outer": [{"k": value}]}) is expected
+
+
+def test_a_stored_policy_from_before_a_rule_is_still_matched():
+    """A policy written before a rule existed (an exact number over 1e9, an empty dotted step) is read as it is at
+    publish time: it matches what it says, and a publish never fails on it."""
+    assert matches({"n": [2e9]}, {"n": 2e9}) and not matches({"n": [2e9]}, {"n": 1})
+    assert failing_key({"a..b": ["x"]}, {}, scope=BODY, body={"a": {"": {"b": "x"}}}) is None
+    with pytest.raises(FilterPolicyError):
+        validate({"n": [2e9]})
+
+
+@pytest.mark.parametrize("policy_number, value, expected", [
+    (0.00003, 0.000025, True), (0.00002, 0.000015, True), (0.00001, 0.000005, True), (0.00004, 0.000035, True),
+    (0.00003, 0.000024999, False),
+])
+def test_five_decimals_round_half_up_on_the_decimal_text(policy_number, value, expected):
+    assert matches({"n": [policy_number]}, {"n": value}) is expected
+
+
+def test_numbers_of_any_size_in_a_message_never_break_a_match():
+    huge = 10 ** 400
+    assert not matches({"n": [{"numeric": [">", 0, "<", 10]}]}, {"n": 1e304})
+    assert matches({"n": [{"numeric": [">", 0]}]}, {"n": huge})
+    assert not body_matches({"n": [5]}, {"n": [huge, 1e304, -1e304]})
+    assert body_matches({"n": [{"anything-but": [5]}]}, {"n": huge})
+    with pytest.raises(FilterPolicyError, match="between -1e9 and 1e9"):
+        validate({"n": [huge]})
+
+
+def test_a_deep_text_payload_is_matched_without_recursing():
+    deep = '{"a": ' + "[" * 5000 + '"x"' + "]" * 5000 + "}"
+    assert body_matches({"a": ["x"]}, body_of(deep, True)) in (True, False)  # whatever json makes of it: no crash
+    nested = {"a": ["x"]}
+    for _ in range(3000):
+        nested = {"a": [nested["a"]]}
+    assert body_matches({"a": ["x"]}, nested)
+
+
+def test_the_same_path_twice_is_refused_and_dotted_paths_count_their_depth():
+    with pytest.raises(FilterPolicyError, match="a.b: the same path twice"):
+        validate({"a": {"b": [1]}, "a.b": [2]}, BODY)
+    with pytest.raises(FilterPolicyError, match="nested more than 10 levels deep"):
+        validate({".".join("abcdefghijk"): ["x"]}, BODY)
+    validate({".".join("abcdefghij"): ["x"]}, BODY)
+
+
+def test_a_payloads_dotted_key_beside_the_nested_one_hides_neither():
+    assert body_matches({"a.b": [1]}, {"a": {"b": 1}, "a.b": 2})
+    assert body_matches({"a.b": [2]}, {"a": {"b": 1}, "a.b": 2})
