@@ -307,8 +307,13 @@ _ADDRESS_LIKE = re.compile(r"[0-9A-Fa-f:.]{2,45}\Z")
 def _address(value):
     if not isinstance(value, str) or not _ADDRESS_LIKE.match(value):  # an exception per non-address costs
         return None
+    return _parsed_address(value)
+
+
+@lru_cache(maxsize=65_536)
+def _parsed_address(text: str):
     try:
-        return ipaddress.ip_address(value)
+        return ipaddress.ip_address(text)
     except ValueError:
         return None
 

@@ -303,7 +303,7 @@ def _objects(data, key: str, scope: str) -> list:
     if not isinstance(data, dict):
         return []
     objects = _objects_of(data[key], []) if key in data else []
-    if scope == BODY:
+    if scope == BODY and (len(data) > 1 or key not in data):  # else no other key can continue the path
         extra = _dotted(data, key)
         if extra is not None:  # merged into the one object there (both values kept), else one more object
             if len(objects) == 1:
@@ -316,14 +316,30 @@ def _objects(data, key: str, scope: str) -> list:
     return objects
 
 
+_ABSENT = object()
+
+
 class _Asked:
     """One match's indexes of values, by (object, key): each built once, however many leaves and `$or` branches
     ask about the same values."""
 
-    __slots__ = ("scope", "_indexes")
+    __slots__ = ("scope", "_indexes", "_values")
 
     def __init__(self, scope: str):
-        self.scope, self._indexes = scope, {}
+        self.scope, self._indexes, self._values = scope, {}, {}
+
+    def values(self, data, key: str) -> list:
+        """`_values`, kept when it had an array to walk (a plain value costs less to read again)."""
+        if isinstance(data, dict):
+            value = data.get(key, _ABSENT)
+            if value is _ABSENT:
+                return []
+            if not isinstance(value, list):
+                return [value] if value_kind(value) is not None else []
+        found = self._values.get((id(data), key))
+        if found is None:
+            found = self._values[(id(data), key)] = _values(data, key)
+        return found
 
     def index(self, data, key: str, values: list) -> Index:
         found = self._indexes.get((id(data), key))
@@ -336,7 +352,7 @@ def _failing(node: Node, data, asked: _Asked, prefix: str) -> str | None:
     """The first key (dotted path) of `node` that `data` fails, or None when it matches."""
     for kind, key, item in node.entries:
         if kind == "leaf":
-            if not item.holds(_values(data, key), asked, data, key, asked.scope == BODY or bool(data)):
+            if not item.holds(asked.values(data, key), asked, data, key, asked.scope == BODY or bool(data)):
                 return prefix + key
         elif kind == "nested":  # one object (of an array, at any depth) must match all of it
             first = None
