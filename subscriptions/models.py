@@ -221,6 +221,12 @@ class Subscription(models.Model):
     # to send.
     confirmation_send_at = models.DateTimeField(null=True, blank=True, editable=False)
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    # What the endpoint answered to the last handshake (docs/security.md, "Confirming a subscription"): when, its
+    # HTTP status (null: no answer), an excerpt of its body, and why it did not confirm ("" when it did).
+    handshake_at = models.DateTimeField(null=True, blank=True, editable=False)
+    handshake_status = models.PositiveSmallIntegerField(null=True, blank=True, editable=False)
+    handshake_answer = models.TextField(blank=True, default="", db_default="", editable=False)
+    handshake_problem = models.CharField(max_length=500, blank=True, default="", db_default="", editable=False)
     # The public, unguessable name of its Ed25519 public keys (GET /api/keys/<keys_id>/jwks.json): no sequential id
     # in a public URL, nothing to enumerate.
     keys_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)

@@ -15,11 +15,17 @@ names its marker gives. The count of run, run-elsewhere and skipped blocks is pr
 
 import base64
 import json
+import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
+from http.server import HTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,10 +37,12 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.settings import patched_settings
 
 from delivery import signals
+from delivery.engine.accounts import confirmation
 from delivery.events import publish
 from delivery.rules import filter_policy, policy, signing
 from delivery.testing import capture_events
 from delivery.web.api.docs import SCHEMA
+from subscriptions.models import Endpoint, Subscription, Topic
 from tests.conftest import ROOT
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -162,6 +170,20 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
         if block.kind == "filter policy":  # "run as a filter policy (scope)": refused with the part named
             filter_policy.validate(document, re.search(r"\((\w+)\)", block.marker).group(1))
         return
+    if block.kind == "confirmation receiver in node":
+        if shutil.which("node") is None:
+            pytest.skip("no node here (the Python receiver runs the same handshake)")
+        script = Path(tempfile.mkdtemp()) / "hooks.js"
+        script.write_text(block.text)
+        port = free_port()
+        server = subprocess.Popen(["node", str(script)], env={**os.environ, "PORT": str(port)})
+        try:
+            wait_for_port(port)
+            assert handshake_with(f"http://127.0.0.1:{port}/hooks", django_user_model) == "confirmed"
+        finally:
+            server.terminate()
+            server.wait(10)
+        return
     assert block.language == "python", f"{block.id}: nothing runs {block.language} here; mark it skip (why)"
     namespace = {"__name__": f"docs_{Path(block.document).stem}"}
     stand_ins = {"Order": Order, "Customer": Group, "create_invoice": lambda data: None,
@@ -177,10 +199,46 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
     try:
         exec(compile(block.text, block.id, "exec"), namespace)  # noqa: S102 (the documentation's own code)
         check(block, namespace, stand_ins, key)
+        if block.kind == "confirmation receiver":  # the handler class, served on 127.0.0.1, confirms a handshake
+            server = HTTPServer(("127.0.0.1", 0), namespace[block.function])
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            try:
+                assert handshake_with(f"http://127.0.0.1:{server.server_port}/hooks", django_user_model) == "confirmed"
+            finally:
+                server.shutdown()
     finally:
         for signal, connected in receivers.items():  # what a block connected stays in the block
             signal.receivers = connected
             signal.sender_receivers_cache.clear()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def handshake_with(url: str, django_user_model) -> str:
+    """A subscription to `url` awaiting confirmation; its real handshake sent to the receiver: what came of it."""
+    owner, _ = django_user_model.objects.get_or_create(username="docs-receiver")
+    topic, _ = Topic.objects.get_or_create(owner=owner, name="docs-receiver")
+    endpoint, _ = Endpoint.objects.get_or_create(owner=owner, url=url)
+    subscription = Subscription.objects.create(topic=topic, endpoint=endpoint, status="pending_confirmation")
+    confirmation.confirmation_request(subscription=subscription)
+    outcome = confirmation.send_confirmation_request(subscription.id)
+    assert Subscription.objects.get(id=subscription.id).status == ("confirmed" if outcome == "confirmed"
+                                                                    else "pending_confirmation")
+    return outcome
 
 
 def check(block: Block, namespace: dict, stand_ins: dict, key: str) -> None:

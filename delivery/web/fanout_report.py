@@ -84,13 +84,22 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_statu
     return "waiting for its first attempt"
 
 
+def last_handshake_words(subscription: Subscription) -> str:
+    """Why the last confirmation request did not confirm, for a fix that says to send another."""
+    if subscription.handshake_at is None or not subscription.handshake_problem:
+        return ""
+    return (f"; the last one, at {subscription.handshake_at:%Y-%m-%d %H:%M:%S} UTC, did not confirm: "
+            f"{subscription.handshake_problem}")
+
+
 def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> str:
     """What an operator can do about it, if anything (the admin's buttons and the API's actions)."""
     if outcome == FanoutOutcome.FILTERED_OUT:
         return "none needed; change the subscription's filter policy if it should match such messages"
     if outcome == FanoutOutcome.NOT_CONFIRMED:
         if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
-            return "resend the confirmation request (the subscription's page); later messages are then delivered"
+            return ("resend the confirmation request (the subscription's page); later messages are then delivered"
+                    + last_handshake_words(subscription))
         return "none: the subscription is confirmed now; later messages are delivered"
     if outcome == FanoutOutcome.SUBSCRIBED_AFTER:
         return "none: it receives messages published after it was created"
@@ -106,7 +115,8 @@ def fix(outcome: str, delivery: Delivery | None, subscription: Subscription) -> 
     if delivery.status == DeliveryStatus.PENDING:
         if lifecycle.is_held(delivery):
             if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
-                return "wait for the new endpoint to confirm, or resend the confirmation request (its page)"
+                return ("wait for the new endpoint to confirm, or resend the confirmation request (its page)"
+                        + last_handshake_words(subscription))
             return ("resume the subscription" if subscription.status == Subscription.Status.PAUSED
                     else "enable the endpoint (its page)")
         return "retry now (the delivery's page) once the endpoint is fixed"

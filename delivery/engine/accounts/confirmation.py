@@ -25,7 +25,7 @@ from delivery.conf import VERSION, herald, public_url
 from delivery.engine.plumbing import clock, queues, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
-from delivery.rules import wire
+from delivery.rules import storable, wire
 from delivery.transport import sender
 from subscriptions.models import Subscription
 
@@ -169,30 +169,53 @@ def handshake(subscription: Subscription, token: str, now) -> wire.OutgoingReque
     return wire.build_request(envelope, attempt_number=1, now=now)
 
 
+ANSWER_CHARS = 500  # of a handshake's answer kept on the subscription (an attempt keeps 4 KiB of a delivery's)
+HOW_TO_CONFIRM = ('answer the confirmation request with a 2xx whose JSON body is {"validationResponse": "<the token '
+                  'it carries>"}, or GET its confirm_url')
+
+
+def handshake_problem(result, token: str) -> str:
+    """Why an answered handshake did not confirm, in words an owner can act on ("" when it confirms)."""
+    if result.status is None:
+        return f"no answer: {result.error_class}" + (f" ({result.error_detail[:200]})" if result.error_detail else "")
+    if not result.ok:
+        return f"the endpoint answered HTTP {result.status}; {HOW_TO_CONFIRM}"
+    try:
+        answer = json.loads(result.body_excerpt)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "validationResponse" not in answer:
+        return f"the endpoint answered HTTP {result.status} without validationResponse; {HOW_TO_CONFIRM}"
+    if answer["validationResponse"] != token:
+        return (f"the endpoint answered HTTP {result.status} with a validationResponse that is not this request's "
+                f"token (an earlier request's?); echo the token of the latest request, or GET its confirm_url")
+    return ""
+
+
 def record_handshake(handshake: Handshake, result, now) -> str:
     """Record what the endpoint answered: a 2xx echoing the token confirms at once; anything else leaves the
-    subscription pending (confirmed later by the link or the API, or asked again). A handshake its endpoint's
-    slots never let start goes again shortly."""
+    subscription pending (confirmed later by the link or the API, or asked again), and what it answered and why
+    it did not confirm are kept on the subscription (shown by the API, the admin, the portal and the fan-out) and
+    logged. A handshake its endpoint's slots never let start goes again shortly."""
     if result is None:
         Subscription.objects.filter(id=handshake.subscription_id, confirmation_send_at=handshake.lease).update(
             confirmation_send_at=now + timedelta(seconds=RETRY_UNSENT_SECONDS))
         return "not started"
     _done(handshake.subscription_id, handshake.lease)
-    if not result.ok:
-        log.info("confirmation for subscription %s: endpoint answered %s %s", handshake.subscription_id,
-                 result.status, result.error_class)
-        return "no answer"
-    try:
-        answer = json.loads(result.body_excerpt)
-    except ValueError:
-        return "no validation response"
-    if isinstance(answer, dict) and answer.get("validationResponse") == handshake.token:
+    problem = handshake_problem(result, handshake.token)
+    outcome = "confirmed" if not problem else "no answer" if not result.ok else "no validation response"
+    if not problem:
         try:
             subscription_confirm(token=handshake.token, now=now)
         except ApplicationError:
-            return "token replaced"  # a newer request replaced the token meanwhile; its own handshake follows
-        return "confirmed"
-    return "no validation response"
+            problem, outcome = "a newer confirmation request replaced this one; its own follows", "token replaced"
+    # The answer, without the token it may echo (only the token's hash is kept).
+    answer = storable.clean_text(result.body_excerpt.replace(handshake.token, "[token]"), ANSWER_CHARS)
+    Subscription.objects.filter(id=handshake.subscription_id).update(
+        handshake_at=now, handshake_status=result.status, handshake_answer=answer, handshake_problem=problem[:500])
+    if problem:
+        log.warning("confirmation of subscription %s did not confirm: %s", handshake.subscription_id, problem)
+    return outcome
 
 
 def _done(subscription_id: int, lease) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from django.urls import reverse
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from delivery.engine.state.effective import subscription_policy
@@ -167,6 +168,10 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         required=False,
         help_text="Up to 10 extra headers: {name, value, secret?} or {name, from_attribute}. Secret values are "
                   "stored encrypted and shown as null; give {name, secret: true} without a value to keep one.")
+    last_handshake = serializers.SerializerMethodField(
+        help_text="What the endpoint answered to the last confirmation request: at, status (null: no answer), "
+                  "answer (an excerpt of its body), problem (why it did not confirm; empty when it did). Null: "
+                  "none answered yet.")
     client_key = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, write_only=True,
         max_length=client_certificates.MAX_PEM_CHARS,
@@ -180,9 +185,18 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
                   "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
                   "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "status", "confirmed_at",
-                  "created_at", "updated_at"]
+                  "last_handshake", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
+
+    @extend_schema_field({"type": "object", "nullable": True, "properties": {
+        "at": {"type": "string", "format": "date-time"}, "status": {"type": "integer", "nullable": True},
+        "answer": {"type": "string"}, "problem": {"type": "string"}}})
+    def get_last_handshake(self, obj) -> dict | None:
+        if obj.handshake_at is None:
+            return None
+        return {"at": obj.handshake_at, "status": obj.handshake_status, "answer": obj.handshake_answer,
+                "problem": obj.handshake_problem}
 
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document

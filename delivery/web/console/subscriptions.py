@@ -175,12 +175,12 @@ class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
               "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
               "preferred_batch_size_kb", "delivery_headers_shown", "raw_message_delivery", "signature_scheme",
               "new_secret",
-              "client_certificate_status", "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at",
-              "created_at", "updated_at"]  # never the secrets or the client key: set and rotate them through the API
+              "client_certificate_status", "confirmed_at", "last_handshake", "confirmation_expires_at",
+              "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets or the client key
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
                        "signature_scheme", "client_certificate_status", "delivery_headers_shown",
-                       "confirmed_at", "confirmation_expires_at", "previous_secret_expires_at", "created_at",
-                       "updated_at"]
+                       "confirmed_at", "last_handshake", "confirmation_expires_at", "previous_secret_expires_at",
+                       "created_at", "updated_at"]
     actions = ["redrive", "pause", "resume", "replay"]
     buttons = (
         Button("redrive", "Redrive dead letters", _redrive, shown=lambda s: s.dead_letter_count > 0,
@@ -194,6 +194,14 @@ class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="last confirmation request")
+    def last_handshake(self, obj):
+        if obj is None or obj.handshake_at is None:
+            return "none answered yet"
+        answered = f"HTTP {obj.handshake_status}" if obj.handshake_status else "no answer"
+        return format_html("{} at {:%Y-%m-%d %H:%M:%S} UTC: {}<br><code>{}</code>", answered, obj.handshake_at,
+                           obj.handshake_problem or "confirmed", obj.handshake_answer[:300] or "(empty body)")
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):

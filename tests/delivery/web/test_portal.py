@@ -218,3 +218,21 @@ def test_a_subscriptions_page_at_its_address_before_the_rename(shop, link, clien
     assert now.status_code == before.status_code == 200
     assert f"subscriptions/{sub}/pause/" in before.content.decode()  # its forms post to the new addresses
     assert client.post(f"{link}endpoints/{sub}/pause/").status_code == 302
+
+
+def test_a_pending_endpoint_shows_what_it_answered_to_the_last_confirmation_request(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    Subscription.objects.filter(id=sub).update(
+        status="pending_confirmation", handshake_at=timezone.now(), handshake_status=200,
+        handshake_answer='{"ok": true}', handshake_problem="the endpoint answered HTTP 200 without validationResponse")
+    page = client.get(f"{link}subscriptions/{sub}/").content.decode()
+    assert "Last confirmation request" in page
+    assert "answered HTTP 200" in page and "without validationResponse" in page and "{&quot;ok&quot;: true}" in page
+
+
+def test_the_add_form_says_how_an_endpoint_confirms(shop, link, client, settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    page = client.get(f"{link}subscriptions/new/").content.decode()
+    assert 'id="how-to-confirm"' in page and "validationResponse" in page and "confirm_url" in page
+    settings.HERALD_REQUIRE_CONFIRMATION = False
+    assert 'id="how-to-confirm"' not in client.get(f"{link}subscriptions/new/").content.decode()

@@ -95,3 +95,37 @@ def test_confirming_a_changed_endpoint_releases_what_was_held(pending, receiver,
 
     assert set(Delivery.objects.values_list("status", "next_attempt_at")) == {("pending", NOW)}
     assert redis_conn.exists(PUMP_WANTED_KEY.format("deliveries"))  # due now: a pump, not the scheduler
+
+
+def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, receiver, api, caplog, user):
+    """A plain Standard Webhooks receiver answers 200 without validationResponse: the subscription keeps what it
+    answered (without the token) and why it did not confirm, in the API, the admin's page and the fan-out's fix,
+    and the worker logs it."""
+    receiver.script = [Reply(body=b'{"ok": true}')]
+    assert confirmation.send_confirmation_request(pending.id) == "no validation response"
+    shown = api.get(f"/api/subscriptions/{pending.id}/").json()
+    handshake = shown["last_handshake"]
+    assert (handshake["status"], handshake["answer"]) == (200, '{"ok": true}')
+    assert handshake["problem"].startswith("the endpoint answered HTTP 200 without validationResponse; answer the "
+                                           "confirmation request with a 2xx whose JSON body is")
+    assert "did not confirm: the endpoint answered HTTP 200 without validationResponse" in caplog.text
+    published = message_publish(topic=pending.topic, payload={"n": 1})[0]
+    row = api.get(f"/api/messages/{published.id}/fanout/?subscription={pending.id}").json()["results"][0]
+    assert row["outcome"] == "not_confirmed" and "did not confirm: the endpoint answered HTTP 200" in row["fix"]
+
+    def echo_wrongly(received):
+        token = received.json()["data"]["token"]
+        return Reply(body=json.dumps({"validationResponse": "stale", "echo": token}).encode())
+
+    receiver.script = echo_wrongly
+    confirmation.confirmation_request(subscription=Subscription.objects.get(id=pending.id),
+                                      now=timezone.now() + timedelta(seconds=1))
+    assert confirmation.send_confirmation_request(pending.id) == "no validation response"
+    stored = Subscription.objects.get(id=pending.id)
+    assert "not this request's token" in stored.handshake_problem
+    assert "[token]" in stored.handshake_answer and confirmation.current_token(stored) not in stored.handshake_answer
+
+    receiver.script = [Reply(status=503)]
+    confirmation.confirmation_request(subscription=stored, now=timezone.now() + timedelta(seconds=2))
+    assert confirmation.send_confirmation_request(pending.id) == "no answer"
+    assert Subscription.objects.get(id=pending.id).handshake_status == 503
