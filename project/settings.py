@@ -169,7 +169,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-                   "json": {"()": "project.logformat.JSONFormatter"}},
+                   "json": {"()": "delivery.logformat.JSONFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler",
                              "formatter": "json" if _herald["LOG_FORMAT"] == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -15,6 +15,7 @@ names its marker gives. The count of run, run-elsewhere and skipped blocks is pr
 
 import base64
 import json
+import logging.config
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db.models.signals import post_delete, post_save
 from django.test import RequestFactory
@@ -199,6 +201,16 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
     try:
         exec(compile(block.text, block.id, "exec"), namespace)  # noqa: S102 (the documentation's own code)
         check(block, namespace, stand_ins, key)
+        if block.kind == "logging config":  # Herald's attempt lines come out, as JSON with their fields
+            logging.config.dictConfig(namespace["LOGGING"])
+            try:
+                capsys.readouterr()
+                logging.getLogger("herald.attempt").info("attempt tenant=acme", extra={"herald": {
+                    "tenant": "acme", "attempt": 2, "endpoint_host": "hooks.example.com"}})
+                line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+                assert (line["logger"], line["tenant"], line["attempt"]) == ("herald.attempt", "acme", 2)
+            finally:
+                logging.config.dictConfig(settings.LOGGING)
         if block.kind == "confirmation receiver":  # the handler class, served on 127.0.0.1, confirms a handshake
             server = HTTPServer(("127.0.0.1", 0), namespace[block.function])
             threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from delivery import redaction
+from delivery.logformat import JSONFormatter
 from delivery.redaction import RedactingRecord, redact
-from project.logformat import JSONFormatter
 
 TOKEN64 = "a" * 64
 

@@ -10,7 +10,8 @@ import re
 from datetime import timedelta
 
 import django_rq
-from django.db.models import Count, Q
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 from rq import Worker
 
@@ -113,6 +114,38 @@ def held_count() -> int:
 def endpoints_by_state() -> dict[str, int]:
     counts = dict(Endpoint.objects.values_list("state").annotate(n=Count("id")).order_by())
     return {state.value: counts.get(state, 0) for state in EndpointState}
+
+
+def owner_status(now) -> list[dict]:
+    """Per owner, what the on-call asks first (`manage.py herald_status`): deliveries due now and the age of the
+    oldest (the lag), in flight, held, waiting for an ordering key, dead letters of the last 24 hours, endpoints
+    disabled or frozen, subscriptions awaiting confirmation. A few grouped counts, whatever the table sizes (the
+    due and held counts read the partial indexes of pending rows)."""
+    owners: dict[int, dict] = {}
+
+    def row(owner_id: int) -> dict:
+        return owners.setdefault(owner_id, {"owner": owner_id, "due": 0, "lag_seconds": None, "in_flight": 0,
+                                            "held": 0, "waiting": 0, "dead_letters_24h": 0, "unhealthy": [],
+                                            "awaiting_confirmation": 0})
+
+    for owner_id, count, oldest in (lifecycle.due(now).values_list("owner_id").annotate(n=Count("id"),
+                                                                                         oldest=Min("next_attempt_at"))
+                                    .order_by()):
+        row(owner_id).update(due=count, lag_seconds=round((now - oldest).total_seconds(), 1))
+    for name, rows in (("in_flight", lifecycle.in_flight()), ("held", lifecycle.held()),
+                       ("waiting", lifecycle.waiting()),
+                       ("dead_letters_24h", Delivery.objects.filter(status=DeliveryStatus.DEAD_LETTERED,
+                                                                    finished_at__gte=now - timedelta(hours=24)))):
+        for owner_id, count in rows.values_list("owner_id").annotate(n=Count("id")).order_by():
+            row(owner_id)[name] = count
+    for owner_id, url, state, reason in (Endpoint.objects.exclude(state=EndpointState.ACTIVE).order_by("id")
+                                         .values_list("owner_id", "url", "state", "state_reason")[:1000]):
+        row(owner_id)["unhealthy"].append({"url": url, "state": state, "reason": reason})
+    for owner_id, count in (Subscription.objects.filter(status=Subscription.Status.PENDING_CONFIRMATION)
+                            .values_list("topic__owner_id").annotate(n=Count("id")).order_by()):
+        row(owner_id)["awaiting_confirmation"] = count
+    names = dict(get_user_model().objects.filter(id__in=owners).values_list("id", "username"))
+    return [{**owners[owner_id], "name": names.get(owner_id, "?")} for owner_id in sorted(owners)]
 
 
 def queue_depths() -> dict[str, int]:

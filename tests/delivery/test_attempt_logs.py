@@ -8,7 +8,7 @@ from django_rq import get_queue
 
 from delivery.engine.sending import attempts
 from delivery.engine.sending.worker import HeraldWorker
-from project.logformat import JSONFormatter
+from delivery.logformat import JSONFormatter
 from tests.conftest import FAST, publish, subscribe
 from tests.receiver import Reply
 

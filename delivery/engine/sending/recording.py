@@ -26,6 +26,7 @@ from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
+from subscriptions.models import Tenant
 
 log = logging.getLogger(__name__)
 attempt_log = logging.getLogger("herald.attempt")
@@ -177,19 +178,37 @@ def what_next(changes: dict) -> str:
     return str(status)
 
 
+_tenant_ids: dict[int, str] = {}  # tenant id → external id (which never changes after registering)
+
+
+def tenant_external_id(tenant_id: int | None) -> str | None:
+    """The external id of a delivery's tenant, read once per process (None: the owner's own delivery)."""
+    if tenant_id is None:
+        return None
+    found = _tenant_ids.get(tenant_id)
+    if found is None:
+        found = Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
+        if len(_tenant_ids) > 100_000:
+            _tenant_ids.clear()
+        _tenant_ids[tenant_id] = found
+    return found
+
+
 def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
-    """One line per recorded attempt: which delivery, where (the endpoint's host only: a URL's path or query may
-    carry a token), what came back, how long it took and what happens next. With HERALD_LOG_FORMAT=json the fields
-    are the line's keys."""
+    """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
+    endpoint's host only: a URL's path or query may carry a token), what came back, how long it took and what
+    happens next. With the JSON formatter (delivery/logformat.py) the fields are the line's keys."""
     if not attempt_log.isEnabledFor(logging.INFO):
         return
     for tried in tries:
         delivery, result = tried.delivery, tried.result
-        fields = {"delivery": delivery.id, "message": str(delivery.message_id),
+        fields = {"owner": delivery.subscription.topic.owner_id, "tenant": tenant_external_id(delivery.tenant_id),
+                  "delivery": delivery.id, "message": str(delivery.message_id),
                   "subscription": delivery.subscription_id,
                   "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
-                  "queue": tried.queue, "status": result.status, "error": result.error_class or None,
-                  "duration_ms": result.duration_ms, "next": what_next(changes[delivery.id])}
+                  "queue": tried.queue, "outcome": "succeeded" if result.ok else "failed", "status": result.status,
+                  "error": result.error_class or None, "duration_ms": result.duration_ms,
+                  "next": what_next(changes[delivery.id])}
         attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
                          extra={"herald": fields})
 

@@ -1,6 +1,8 @@
-"""JSON log lines (HERALD_LOG_FORMAT=json): one object per line, with a record's structured fields at the top level.
-Every value is redacted before it is encoded (delivery/redaction.py): after encoding, escaped quotes and newlines
-would hide a credential's shape."""
+"""JSON log lines: one object per line, with a record's structured fields at the top level (an attempt's owner,
+tenant, subscription, endpoint host, attempt number, outcome). Herald's own project uses it with
+HERALD_LOG_FORMAT=json; a host project names it in its LOGGING (docs/embedding.md, "Logs"). Every value is redacted
+before it is encoded (delivery/redaction.py): after encoding, escaped quotes and newlines would hide a credential's
+shape."""
 
 import json
 import logging
