@@ -187,7 +187,10 @@ def tenant_external_id(tenant_id: int | None) -> str | None:
         return None
     found = _tenant_ids.get(tenant_id)
     if found is None:
-        found = Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
+        try:
+            found = Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
+        except DatabaseError:  # a log line never fails what it reports on; the next one asks again
+            return f"(tenant {tenant_id})"
         if len(_tenant_ids) > 100_000:
             _tenant_ids.clear()
         _tenant_ids[tenant_id] = found
