@@ -188,7 +188,9 @@ def tenant_external_id(tenant_id: int | None) -> str | None:
     found = _tenant_ids.get(tenant_id)
     if found is None:
         try:
-            found = Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
+            with transaction.atomic():  # a savepoint, should a caller's transaction be open: a failure stays here
+                found = (Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first()
+                         or "(deleted)")
         except DatabaseError:  # a log line never fails what it reports on; the next one asks again
             return f"(tenant {tenant_id})"
         if len(_tenant_ids) > 100_000:
