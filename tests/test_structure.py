@@ -300,3 +300,6 @@ def test_every_console_page_that_writes_writes_through_a_service():
                     bypassing.append(f"{model.__name__} ({'add' if obj is None else 'change'}): {sorted(editable)}")
     assert bypassing == []
     assert {"Topic", "Subscription", "EventType", "Portal", "Tenant"} <= set(writers)  # the test sees the writers
+    with_inlines = [model.__name__ for model, page in admin.site._registry.items()
+                    if isinstance(page, ServiceAdmin) and page.get_inline_instances(request, model())]
+    assert with_inlines == []  # a formset refused after the service's write would leave it committed

@@ -10,7 +10,7 @@ MAX_NAME = 200
 def metadata_problem(value) -> str | None:
     if not isinstance(value, dict):
         return "must be an object"
-    if len(json.dumps(value, separators=(",", ":"))) > MAX_METADATA_BYTES:
+    if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
         return f"must be at most {MAX_METADATA_BYTES} bytes as JSON"
     return None
 

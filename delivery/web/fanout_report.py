@@ -130,8 +130,8 @@ def audience_words(message: Message) -> str:
     if message.broadcast:
         return "every tenant"
     if message.tenant_id is not None:
-        return f"tenant {message.tenant.external_id!r}" if message.tenant else "a tenant deleted since"
-    return "the owner's own subscriptions only (no tenant)"
+        return f"tenant {message.tenant.external_id!r}"
+    return "the owner's own subscriptions only (no tenant, or one deleted since)"
 
 
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:
@@ -165,9 +165,6 @@ def subscriptions(message: Message, subscription_id: int | None = None, outcome:
     if outcome is None:
         return found
     addressed = fanout.Audience.of(message).subscriptions()  # the rest are other tenants': not_addressed
-    if outcome == FanoutOutcome.NOT_ADDRESSED:
-        return found.exclude(addressed)
-    found = found.filter(addressed)
     recorded = message.fanout_skipped or {}
     filtered = [sid for ids in (recorded.get(FanoutOutcome.FILTERED_OUT) or {}).values() for sid in ids]
     unconfirmed = list(recorded.get(FanoutOutcome.NOT_CONFIRMED) or [])
@@ -179,6 +176,9 @@ def subscriptions(message: Message, subscription_id: int | None = None, outcome:
     if outcome in held:
         return found.filter(delivered, id__in=held[outcome])
     undelivered = found.exclude(delivered)
+    if outcome == FanoutOutcome.NOT_ADDRESSED:  # as `decisions` says it: no delivery, not the message's audience
+        return undelivered.exclude(addressed)
+    undelivered = undelivered.filter(addressed)
     if outcome == FanoutOutcome.FILTERED_OUT:
         return undelivered.filter(id__in=filtered)
     if outcome == FanoutOutcome.NOT_CONFIRMED:

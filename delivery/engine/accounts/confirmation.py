@@ -61,7 +61,11 @@ def confirmation_request(*, subscription: Subscription, now=None) -> None:
     subscription.confirmation_expires_at = now + TOKEN_LIFETIME
     subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.confirmation_send_at = now
+    # What an earlier request was answered (another URL's, perhaps) is not this one's
+    subscription.handshake_at, subscription.handshake_status = None, None
+    subscription.handshake_answer = subscription.handshake_problem = ""
     subscription.save(update_fields=["confirmation_token_hash", "confirmation_expires_at", "confirmation_send_at",
+                                     "handshake_at", "handshake_status", "handshake_answer", "handshake_problem",
                                      "updated_at"])
     queues.pump_after_commit()
 
@@ -203,17 +207,19 @@ def record_handshake(handshake: Handshake, result, now) -> str:
         return "not started"
     _done(handshake.subscription_id, handshake.lease)
     problem = handshake_problem(result, handshake.token)
+    # The answer, without the token it may echo (only the token's hash is kept). Kept only while this request's
+    # token is the current one (before confirming, which retires it): a slow answer to an older request is not news.
+    answer = storable.clean_text(result.body_excerpt.replace(handshake.token, "[token]"), ANSWER_CHARS)
+    Subscription.objects.filter(id=handshake.subscription_id, confirmation_token_hash=token_hash(handshake.token)
+                                ).update(handshake_at=now, handshake_status=result.status, handshake_answer=answer,
+                                         handshake_problem=problem[:500])
     outcome = "confirmed" if not problem else "no answer" if not result.ok else "no validation response"
     if not problem:
         try:
             subscription_confirm(token=handshake.token, now=now)
-        except ApplicationError:
-            problem, outcome = "a newer confirmation request replaced this one; its own follows", "token replaced"
-    # The answer, without the token it may echo (only the token's hash is kept).
-    answer = storable.clean_text(result.body_excerpt.replace(handshake.token, "[token]"), ANSWER_CHARS)
-    Subscription.objects.filter(id=handshake.subscription_id).update(
-        handshake_at=now, handshake_status=result.status, handshake_answer=answer, handshake_problem=problem[:500])
-    if problem:
+        except ApplicationError:  # replaced meanwhile by a newer request, or expired: its record was not kept
+            return "token replaced"
+    else:
         log.warning("confirmation of subscription %s did not confirm: %s", handshake.subscription_id, problem)
     return outcome
 

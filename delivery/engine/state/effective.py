@@ -2,14 +2,18 @@
 
 Parsed once per process per version of a stored document: the parse is kept under whose document it is (the
 subscription's or the topic's id) beside the document it was made from; a claim compares the document it loaded
-with the one kept (a dict comparison, no serialising) and parses again only when it changed, however it changed
-(the API, the admin, SQL). The documents are kept as the owner gave them (as SNS shows a DeliveryPolicy as set);
-PostgreSQL's jsonb already stores them in one canonical form, and the effective policy is shown beside them."""
+with the one kept (a dict comparison, no serialising) and reads it again only when it changed, whichever way (the
+API, the admin, SQL; Python's equality takes 1, 1.0 and true for one another, so an SQL edit that only changes a
+number's type in place is seen at the next restart). A document read again is first looked up by its canonical
+text, so subscriptions that share a policy share its parse. The documents are kept as the owner gave them (as SNS
+shows a DeliveryPolicy as set); PostgreSQL's jsonb already stores them in one canonical form, and the effective
+policy is shown beside them."""
 
 import json
 import logging
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 
 from delivery.conf import herald
 from delivery.rules import policy
@@ -33,7 +37,7 @@ class _Parsed:
             if hit is not None and type(hit[0]) is type(document) and hit[0] == document:
                 self._kept.move_to_end(key)
                 return hit[1]
-        parsed = policy.parse(document)  # raises PolicyError for a document that no longer parses: nothing kept
+        parsed = _by_text(json.dumps(document, sort_keys=True))  # PolicyError for one that no longer parses
         with self._lock:
             self._kept[key] = (json.loads(json.dumps(document)), parsed)  # a copy: the caller's dict may change
             self._kept.move_to_end(key)
@@ -44,9 +48,15 @@ class _Parsed:
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+        _by_text.cache_clear()
 
 
 _parsed = _Parsed()
+
+
+@lru_cache(maxsize=KEPT)
+def _by_text(canonical: str) -> policy.DeliveryPolicy:
+    return policy.parse(json.loads(canonical))
 
 
 def system_default():

@@ -170,8 +170,8 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
                   "stored encrypted and shown as null; give {name, secret: true} without a value to keep one.")
     last_handshake = serializers.SerializerMethodField(
         help_text="What the endpoint answered to the last confirmation request: at, status (null: no answer), "
-                  "answer (an excerpt of its body), problem (why it did not confirm; empty when it did). Null: "
-                  "none answered yet.")
+                  "problem (why it did not confirm; empty when it did). Null: none answered yet. (Its body is not "
+                  "shown: until it confirms, the URL may be anyone's; operators see an excerpt in the admin.)")
     client_key = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False, write_only=True,
         max_length=client_certificates.MAX_PEM_CHARS,
@@ -191,12 +191,11 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
 
     @extend_schema_field({"type": "object", "nullable": True, "properties": {
         "at": {"type": "string", "format": "date-time"}, "status": {"type": "integer", "nullable": True},
-        "answer": {"type": "string"}, "problem": {"type": "string"}}})
+        "problem": {"type": "string"}}})
     def get_last_handshake(self, obj) -> dict | None:
         if obj.handshake_at is None:
             return None
-        return {"at": obj.handshake_at, "status": obj.handshake_status, "answer": obj.handshake_answer,
-                "problem": obj.handshake_problem}
+        return {"at": obj.handshake_at, "status": obj.handshake_status, "problem": obj.handshake_problem}
 
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document

@@ -4,6 +4,7 @@ transaction); a refusal becomes the form's errors, on the fields it names, and n
 save step then has nothing left to do."""
 
 from django import forms
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from delivery.engine.plumbing.errors import ApplicationError
@@ -46,11 +47,16 @@ class ServiceForm(forms.ModelForm):
                     written = self.create(self.changes())
                 if dry_run:
                     raise _DryRun
-                self.written = written
+                self.written = self.instance = written
         except _DryRun:
             pass
         except ApplicationError as exc:
-            self._refused({exc.field: [exc.message], **exc.extra}, skip=self.errors if dry_run else {})
+            # `extra` holds more fields' problems (of_problems) or context (a 409's ids): only the former are errors
+            more = {name: reasons for name, reasons in exc.extra.items() if name in self.fields}
+            self._refused({exc.field: [exc.message], **more}, skip=self.errors if dry_run else {})
+        except DjangoValidationError as exc:
+            self._refused(exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages},
+                          skip=self.errors if dry_run else {})
         except PolicyError as exc:
             self._refused({"delivery_policy": [f"{path}: {reason}" for path, reason in exc.errors]},
                           skip=self.errors if dry_run else {})
@@ -73,7 +79,9 @@ class ServiceForm(forms.ModelForm):
 
 
 class ServiceAdmin:
-    """ModelAdmin mixin for ServiceForm pages: the form wrote the row; the admin names it in its answer."""
+    """ModelAdmin mixin for ServiceForm pages: the form wrote the row; the admin names it in its answer. Such a page
+    has no inline formsets: the write is the form's last check, and a formset refused after it would leave the
+    write committed behind an error page (tests/test_structure.py holds every ServiceAdmin to it)."""
 
     def save_model(self, request, obj, form, change):
         obj.pk = form.written.pk

@@ -200,8 +200,9 @@ class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
         if obj is None or obj.handshake_at is None:
             return "none answered yet"
         answered = f"HTTP {obj.handshake_status}" if obj.handshake_status else "no answer"
-        return format_html("{} at {:%Y-%m-%d %H:%M:%S} UTC: {}<br><code>{}</code>", answered, obj.handshake_at,
-                           obj.handshake_problem or "confirmed", obj.handshake_answer[:300] or "(empty body)")
+        return format_html("{} at {} UTC: {}<br><code>{}</code>", answered,
+                           obj.handshake_at.strftime("%Y-%m-%d %H:%M:%S"), obj.handshake_problem or "confirmed",
+                           obj.handshake_answer[:300] or "(empty body)")
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):

@@ -9,24 +9,12 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 from subscriptions.models import Tenant, TenantKey
-
-
-class TenantKeyInline(admin.TabularInline):
-    model = TenantKey
-    extra = 0
-    fields = ["prefix", "name", "read_only", "created_at", "revoked_at"]
-    readonly_fields = ["prefix", "name", "read_only", "created_at", "revoked_at"]
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request, obj=None):
-        return False  # keys are made by the "new API key" action, which shows the key once
 
 
 class RefusedDeletesShown:
@@ -73,11 +61,21 @@ class TenantAdmin(ServiceAdmin, RefusedDeletesShown, admin.ModelAdmin):
     list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
     list_filter = ["owner"]
     search_fields = ["external_id", "name"]
-    inlines = [TenantKeyInline]
+    readonly_fields = ["keys_shown"]
     actions = ["new_key", "portal_link"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["owner", "external_id"] if obj is not None else []  # what publishes name it by
+        return ["owner", "external_id", "keys_shown"] if obj is not None else []  # what publishes name it by
+
+    @admin.display(description="API keys")
+    def keys_shown(self, tenant):
+        """Its keys, read-only (made by the "new API key" action, shown once; revoked on the keys' page)."""
+        keys = list(tenant.keys.order_by("id")[:100]) if tenant.pk else []
+        if not keys:
+            return "none (the “Create an API key” action makes one)"
+        return format_html_join("", "<div><code>{}…</code> {}{}{}</div>", (
+            (key.prefix, key.name, " · read-only" if key.read_only else "",
+             f" · revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "") for key in keys))
 
     def delete_model(self, request, obj):
         tenancy.tenant_delete(tenant=obj)

@@ -14,6 +14,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.plumbing.queues import PUMP_WANTED_KEY
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
+from delivery.transport import sender
 from subscriptions.models import Subscription
 from tests.receiver import Reply
 
@@ -97,7 +98,8 @@ def test_confirming_a_changed_endpoint_releases_what_was_held(pending, receiver,
     assert redis_conn.exists(PUMP_WANTED_KEY.format("deliveries"))  # due now: a pump, not the scheduler
 
 
-def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, receiver, api, caplog, user):
+def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, receiver, api, caplog, user,
+                                                                     admin_client):
     """A plain Standard Webhooks receiver answers 200 without validationResponse: the subscription keeps what it
     answered (without the token) and why it did not confirm, in the API, the admin's page and the fan-out's fix,
     and the worker logs it."""
@@ -105,7 +107,10 @@ def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, rece
     assert confirmation.send_confirmation_request(pending.id) == "no validation response"
     shown = api.get(f"/api/subscriptions/{pending.id}/").json()
     handshake = shown["last_handshake"]
-    assert (handshake["status"], handshake["answer"]) == (200, '{"ok": true}')
+    assert handshake["status"] == 200 and "answer" not in handshake  # the body: the admin's only (anyone's URL)
+    assert Subscription.objects.get(id=pending.id).handshake_answer == '{"ok": true}'
+    admin_page = admin_client.get(f"/admin/herald_subscriptions/subscription/{pending.id}/change/").content.decode()
+    assert "HTTP 200 at " in admin_page and "without validationResponse" in admin_page
     assert handshake["problem"].startswith("the endpoint answered HTTP 200 without validationResponse; answer the "
                                            "confirmation request with a 2xx whose JSON body is")
     assert "did not confirm: the endpoint answered HTTP 200 without validationResponse" in caplog.text
@@ -127,5 +132,12 @@ def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, rece
 
     receiver.script = [Reply(status=503)]
     confirmation.confirmation_request(subscription=stored, now=timezone.now() + timedelta(seconds=2))
+    assert Subscription.objects.get(id=pending.id).handshake_at is None  # a new request: the old answer is not its
     assert confirmation.send_confirmation_request(pending.id) == "no answer"
     assert Subscription.objects.get(id=pending.id).handshake_status == 503
+
+    receiver.script = [Reply(body=b'{"validationResponse": "x"}')]
+    stale = confirmation.Handshake(pending.id, "an-older-token", None)
+    confirmation.record_handshake(stale, sender.SendResult(status=200, duration_ms=1, body_excerpt="{}"),
+                                  timezone.now())
+    assert Subscription.objects.get(id=pending.id).handshake_status == 503  # an older request's answer: not kept
