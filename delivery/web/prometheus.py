@@ -1,20 +1,28 @@
-"""`/metrics` for Prometheus: gauges and counters read from PostgreSQL and Redis at scrape time.
+"""`/metrics` for Prometheus, read at scrape time (docs/operators.md, "Metrics").
 
 Workers, web processes and the scheduler are separate processes on any number of hosts, so in-process counters
-would each see a slice. The database already holds the truth; one scrape costs a few aggregate queries.
+would each see a slice. Two shared sources answer instead: PostgreSQL for what is (gauges: deliveries by status,
+the age of the oldest due delivery, backlog per owner, endpoints by state, confirmations awaited), and Redis for
+what happened (counters that only grow and histograms: attempts, deliveries created and finished, messages
+published, attempt durations, publish to first success; engine/plumbing/counters.py), plus each worker's send
+slots as it last reported them. One scrape costs a few aggregate queries and three Redis reads. Labels are
+bounded: outcomes, error classes, queues, owners (a shop's accounts: few), never tenants.
 Enabled by setting HERALD_METRICS_TOKEN; scrapers send it as `Authorization: Bearer <token>`.
 """
 
 import hmac
+import time
 from datetime import timedelta
 
 from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from redis.exceptions import RedisError
 
 from delivery.conf import herald
+from delivery.engine.plumbing import counters
 from delivery.models import Attempt, Message
 from delivery.web import selectors
 
@@ -43,8 +51,8 @@ class HeraldCollector:
             endpoints.add_metric([state], n)
         yield endpoints
 
-        attempts = CounterMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome.",
-                                       labels=["outcome"])
+        attempts = GaugeMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome (a "
+                                     "window: use herald_attempts_total for rates).", labels=["outcome"])
         since = timezone.now() - RECENT
         for outcome, n in (Attempt.objects.filter(started_at__gte=since).values_list("outcome")
                            .annotate(n=Count("id")).order_by()):
@@ -59,6 +67,27 @@ class HeraldCollector:
             drift.add_metric([event_type], n)
         yield drift
 
+        now = timezone.now()
+        owners = selectors.owner_status(now)
+        lag = GaugeMetricFamily("herald_oldest_due_delivery_age_seconds", "Age of the oldest delivery due now (the "
+                                "lag; 0 when nothing is due).")
+        owner_lag = GaugeMetricFamily("herald_owner_oldest_due_delivery_age_seconds", "The lag per owner.",
+                                      labels=["owner"])
+        backlog = GaugeMetricFamily("herald_deliveries_due", "Deliveries due now, per owner.", labels=["owner"])
+        ages = [owner["lag_seconds"] for owner in owners if owner["lag_seconds"] is not None]
+        lag.add_metric([], max(ages) if ages else 0)
+        for owner in owners:
+            owner_lag.add_metric([owner["name"]], owner["lag_seconds"] or 0)
+            backlog.add_metric([owner["name"]], owner["due"])
+        yield lag
+        yield owner_lag
+        yield backlog
+        awaiting = GaugeMetricFamily("herald_subscriptions_awaiting_confirmation",
+                                     "Subscriptions whose endpoint has not confirmed (handshakes pending).")
+        awaiting.add_metric([], sum(owner["awaiting_confirmation"] for owner in owners))
+        yield awaiting
+        yield from shared_counters(time.time())
+
         queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
         try:
             for name, depth in selectors.queue_depths().items():
@@ -66,6 +95,49 @@ class HeraldCollector:
         except Exception:  # Redis down: report what we can; the missing series says it
             pass
         yield queues
+
+
+COUNTED = {  # counter name in Redis → (Prometheus family, help, labels)
+    "attempts": ("herald_attempts", "Attempts recorded, by outcome, error class and queue.",
+                 ["outcome", "error_class", "queue"]),
+    "deliveries_created": ("herald_deliveries_created", "Deliveries created (publish, fan-out, replay).", []),
+    "deliveries_finished": ("herald_deliveries_finished", "Deliveries finished, by status (succeeded, "
+                            "dead_lettered, dropped).", ["status"]),
+    "messages_published": ("herald_messages_published", "Messages published.", []),
+}
+HISTOGRAMS = {
+    "attempt_duration_seconds": ("herald_attempt_duration_seconds", "How long an attempt took, request to answer."),
+    "publish_to_success_seconds": ("herald_publish_to_success_seconds",
+                                   "From a message's publish to its delivery's success."),
+}
+
+
+def shared_counters(now: float):
+    """The families kept in Redis: none when Redis cannot be read (the missing series say it)."""
+    try:
+        counted, observed = counters.read()
+        slots = counters.read_slots(now)
+    except RedisError:
+        return
+    families = {name: CounterMetricFamily(family, help_text, labels=labels)
+                for name, (family, help_text, labels) in COUNTED.items()}
+    for (name, *labels), value in sorted(counted.items()):
+        if name in families and len(labels) == len(COUNTED[name][2]):
+            families[name].add_metric(labels, value)
+    yield from families.values()
+    for name, (family, help_text) in HISTOGRAMS.items():
+        histogram = HistogramMetricFamily(family, help_text)
+        found = observed[name]
+        histogram.add_metric([], [(str(bound), count) for bound, count in found["buckets"]], found["sum"])
+        yield histogram
+    in_use = GaugeMetricFamily("herald_send_slots_in_use", "Send slots in use, per worker process (as each last "
+                               "reported, within a minute).", labels=["process"])
+    free = GaugeMetricFamily("herald_send_slots_free", "Send slots free, per worker process.", labels=["process"])
+    for process, (used, total) in sorted(slots.items()):
+        in_use.add_metric([process], used)
+        free.add_metric([process], max(total - used, 0))
+    yield in_use
+    yield free
 
 
 def metrics(request):

@@ -22,7 +22,7 @@ from django.urls import reverse
 from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
-from delivery.engine.plumbing import clock, quotas
+from delivery.engine.plumbing import clock, counters, quotas
 from delivery.engine.plumbing.after_commit import after_commit
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
@@ -223,6 +223,8 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
             chosen_for.append(chosen)
             waiting_for.append(waiting)
         Message.objects.bulk_create(messages)
+        if not capturing.get():
+            counters.add_after_commit({counters.field("messages_published"): len(messages)})
         deliveries = []
         for message, chosen, waiting in zip(messages, chosen_for, waiting_for, strict=True):
             for observer in OBSERVERS:

@@ -14,6 +14,8 @@ records results as they complete, until nothing is due and nothing is in flight.
 """
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections import Counter
@@ -21,7 +23,7 @@ from collections import Counter
 from delivery.conf import herald
 from delivery.engine.accounts import confirmation
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import queues
+from delivery.engine.plumbing import counters, queues
 from delivery.engine.plumbing.clock import now as database_now
 from delivery.engine.sending import attempts, journal
 from delivery.transport import sender
@@ -39,6 +41,7 @@ ANNOUNCED_LOOK_SECONDS = 0.02
 ANNOUNCED_BATCH = 8
 HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits for its endpoint's room)
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
+PROCESS = f"{socket.gethostname()}:{os.getpid()}"  # how the operators' figures name this process's send slots
 
 
 class Pace:
@@ -53,6 +56,7 @@ class Pace:
         self.handshakes_look_at = 0.0
         self.announced_look_at = 0.0
         self.stalls = stalls
+        self.slots_report_at = 0.0
 
     def claim_size(self, moment: float, announced: int | None) -> tuple[bool, int]:
         """(look now, how many rows at most). A look is due when the last one left work and sends completed since,
@@ -75,6 +79,13 @@ class Pace:
         if moment < self.handshakes_look_at:
             return False
         self.handshakes_look_at = moment + LOOK_INTERVAL_SECONDS
+        return True
+
+    def time_to_report_slots(self, moment: float) -> bool:
+        """Every SLOTS_REPORT_SECONDS: the process's send slots, for the operators' figures."""
+        if moment < self.slots_report_at:
+            return False
+        self.slots_report_at = moment + counters.SLOTS_REPORT_SECONDS
         return True
 
     def claimed(self, moment: float, taken: int, more: bool, batch: int, pending: int) -> None:
@@ -131,6 +142,8 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
                                                   transport=transport, now=now)
                     pace.claimed(moment, taken, more, batch, transport.pending)
             pace.stalled(getattr(transport, "stalls", 0))
+            if pace.time_to_report_slots(time.monotonic()):
+                counters.report_slots(PROCESS, transport.active, transport.max_in_flight, time.time())
             if futures or handshakes:
                 wait = 0 if pace.claim_next(claiming, free) else WATCH_SECONDS * 5
                 done = attempts.next_group([*futures, *handshakes], timeout=wait)
@@ -155,6 +168,7 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
         log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
         attempts.settle(futures, [])
         raise
+    counters.report_slots(PROCESS, transport.active, transport.max_in_flight, time.time())
     if not stopping.is_set() and time.monotonic() >= claim_until:
         queues.want_pump(queue_name)  # its time is up, not necessarily the work
     return sent

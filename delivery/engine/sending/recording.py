@@ -9,7 +9,7 @@ still this job's are written, and an attempt row is created only for those: reco
 import logging
 import random
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from django.db import DatabaseError, transaction
 
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock
+from delivery.engine.plumbing import clock, counters
 from delivery.engine.state import health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
@@ -157,6 +157,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
     log_attempts([t for t in tries if t.delivery.id in written], changes)
+    count_attempts([t for t in tries if t.delivery.id in written], attempts, changes, now)
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
 
 
@@ -176,6 +177,23 @@ def what_next(changes: dict) -> str:
     if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
         return f"{status} ({changes.get('dead_letter_reason', '')})"
     return str(status)
+
+
+def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict], now) -> None:
+    """The operators' counters (engine/plumbing/counters.py): attempts by outcome, error class and queue, their
+    durations, and for deliveries that succeeded, the time from publish to that success."""
+    counts: Counter = Counter()
+    durations, to_success = [], []
+    for tried in tries:
+        attempt = attempts.get(tried.delivery.id)
+        if attempt is None:
+            continue
+        counts[counters.field("attempts", attempt.outcome, attempt.error_class or "", attempt.queue)] += 1
+        durations.append(attempt.duration_ms / 1000)
+        if changes.get(tried.delivery.id, {}).get("status") == DeliveryStatus.SUCCEEDED:
+            delivered = changes[tried.delivery.id].get("delivered_at") or now or clock.now()
+            to_success.append(max((delivered - tried.delivery.message.published_at).total_seconds(), 0.0))
+    counters.add(counts, {"attempt_duration_seconds": durations, "publish_to_success_seconds": to_success})
 
 
 _tenant_ids: dict[int, str] = {}  # tenant id → external id (which never changes after registering)

@@ -21,10 +21,12 @@ The field changes themselves are `transitions.py` (no database access). Rows tak
 status write is a function here.
 """
 
+from collections import Counter
+
 from django.db import transaction
 from django.db.models import Min
 
-from delivery.engine.plumbing import clock
+from delivery.engine.plumbing import clock, counters
 from delivery.engine.plumbing.queues import pump_after_commit, send_now_after_commit
 from delivery.engine.plumbing.wakeup import wake_scheduler_after_commit
 from delivery.engine.state import announce, ordering, transitions
@@ -95,9 +97,11 @@ def new(*, due, hold: bool = False, behind: bool = False) -> dict:
 
 
 def created(deliveries: list[Delivery]) -> None:
-    """New deliveries were written (publish, fan-out, replay): the due ones ask for a pump after commit."""
+    """New deliveries were written (publish, fan-out, replay): the due ones ask for a pump after commit, and the
+    operators' counter of deliveries created counts them then."""
     if any(d.status == Status.PENDING and d.next_attempt_at is not None for d in deliveries):
         pump_after_commit()
+    counters.add_after_commit({counters.field("deliveries_created"): len(deliveries)})
 
 
 # --- changes and what follows them --------------------------------------------------------------------------------
@@ -112,6 +116,8 @@ def settled(changes: dict[int, dict], *, keyed=(), now=None) -> None:
     if ended:
         release_next([i for i in keyed if i in ended], now=now)
         announce.deliveries_finished(ended)
+        counters.add_after_commit(Counter(counters.field("deliveries_finished", str(status))
+                                          for status in ended.values()))
     follow_up([c.get("next_attempt_at") for c in changes.values() if c.get("status") == Status.PENDING], now)
 
 
