@@ -13,6 +13,8 @@ from subscriptions.models import Subscription
 
 def subscription_redrive(*, subscription: Subscription, since=None, until=None, now=None) -> int:
     """Re-queue the subscription's dead letters (dead-lettered within [since, until) if given)."""
+    if since and until and since >= until:
+        raise ApplicationError("must be later than since", field="until")
     dead = Delivery.objects.filter(subscription=subscription, status=DeliveryStatus.DEAD_LETTERED)
     if since:
         dead = dead.filter(finished_at__gte=since)

@@ -331,11 +331,6 @@ class RedriveSerializer(StrictInput, serializers.Serializer):
     since = serializers.DateTimeField(required=False, help_text="Only dead letters from this time on.")
     until = serializers.DateTimeField(required=False, help_text="Only dead letters before this time.")
 
-    def validate(self, data):
-        if data.get("since") and data.get("until") and data["since"] >= data["until"]:
-            raise serializers.ValidationError({"until": ["must be later than since"]})
-        return data
-
 
 class ReplaySerializer(StrictInput, serializers.Serializer):
     since = serializers.DateTimeField(help_text="Replay messages published from this time on.")

@@ -5,8 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from delivery.engine.accounts import recovery
+from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.scheduler import dispatch, retention
 from delivery.models import Attempt, Delivery, Message
+from subscriptions.models import Subscription
 from tests.conftest import publish, settle, subscribe
 from tests.receiver import Reply
 
@@ -159,3 +162,15 @@ def test_retention_purges_old_terminal_rows_in_batches(api, receiver, run_worker
 
     assert retention.purge() == {"attempts": 5, "deliveries": 5, "messages": 5, "exchanges": 0}
     assert Message.objects.get().payload == "fresh" and Delivery.objects.get().status == "pending"
+
+
+def test_a_redrive_window_is_checked_by_the_service_for_every_door(api, receiver):
+    topic, subscription = subscribe(api, receiver)
+    later, earlier = timezone.now(), timezone.now() - timedelta(hours=1)
+    with pytest.raises(ApplicationError) as refused:
+        recovery.subscription_redrive(subscription=Subscription.objects.get(id=subscription["id"]), since=later,
+                                      until=earlier)
+    assert refused.value.field == "until"
+    answer = api.post(f"/api/subscriptions/{subscription['id']}/redrive/",
+                      {"since": later.isoformat(), "until": earlier.isoformat()}, format="json")
+    assert answer.status_code == 400 and answer.json() == {"until": ["must be later than since"]}
