@@ -1,0 +1,43 @@
+"""The endpoints resource: an endpoint's health and its transitions, and lifting a freeze by hand (the owner's only)."""
+
+import pytest
+
+from delivery.models import Attempt, Delivery
+from subscriptions.models import Endpoint
+from tests.conftest import publish, subscribe, wait_until
+from tests.receiver import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+KEEP_TRYING = {"retrySchedule": {"delays": [0.3], "repeatLast": True}, "retryLimits": {"maxAgeSeconds": 300}}
+
+
+def test_frozen_endpoint_receives_nothing_until_enabled_through_the_api(api, receiver, processes):
+    receiver.script = [Reply(status=410), Reply(status=200)]
+    topic, subscription = subscribe(api, receiver, KEEP_TRYING, name="health")
+    processes.worker()
+    processes.cron()
+    publish(api, topic, "gone")
+    endpoint_id = subscription["endpoint_id"]
+    wait_until(lambda: Endpoint.objects.get(id=endpoint_id).state == "frozen", timeout=20)
+    assert Delivery.objects.get().dead_letter_reason == "permanent_failure"
+
+    for n in range(3):
+        publish(api, topic, n)
+    held = Delivery.objects.filter(status="pending", next_attempt_at__isnull=True)
+    wait_until(lambda: held.count() == 3)  # each was claimed by a worker and held, not sent
+    assert len(receiver.requests) == 1  # nothing reached the frozen endpoint
+    assert Attempt.objects.count() == 1  # holding spends no attempt
+
+    enabled = api.post(f"/api/endpoints/{endpoint_id}/enable/")
+    assert enabled.status_code == 200 and enabled.json()["state"] == "active"
+    assert enabled.json()["transitions"][0]["reason"] == "enabled by hand"
+    assert enabled.json()["transitions"][0]["actor"] == "alice"
+
+    requests = receiver.wait_for(4, timeout=20)
+    assert sorted(r.json()["data"] for r in requests[1:]) == [0, 1, 2]
+    wait_until(lambda: Delivery.objects.filter(status="succeeded").count() == 3)
+
+
+def test_enable_is_owner_only(api, other_api, receiver):
+    _, subscription = subscribe(api, receiver, None)
+    assert other_api.post(f"/api/endpoints/{subscription['endpoint_id']}/enable/").status_code == 404
