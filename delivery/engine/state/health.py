@@ -5,16 +5,21 @@ update. State changes are conditional updates (`WHERE state = <from>`), so two w
 crossed record one transition, not two.
 """
 
+import logging
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.db import connection, transaction
 from django.db.models import F, Sum
 
 from delivery.conf import herald
 from delivery.engine.plumbing import clock
+from delivery.engine.plumbing.after_commit import after_commit
 from delivery.engine.state import announce, lifecycle
 from delivery.rules import circuit
-from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
+from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription, Tenant
+
+state_log = logging.getLogger("herald.endpoint")  # one line per endpoint state change (docs/operators.md)
 
 WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the default 24 h window)
 
@@ -120,7 +125,18 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
         if to_state == circuit.ACTIVE:
             release_held(endpoint.id, now)
         announce.endpoint_changed(endpoint, from_state, to_state, reason)
+        fields = {"owner": endpoint.owner_id, "tenant": tenant_external_id(endpoint.tenant_id),
+                  "endpoint": endpoint.id, "endpoint_host": urlsplit(endpoint.url).hostname, "from": from_state,
+                  "to": to_state, "reason": reason[:255], "actor": str(actor) if actor else None}
+        after_commit(state_log.info, "endpoint %s", " ".join(f"{key}={value}" for key, value in fields.items()
+                                                             if value is not None), extra={"herald": fields})
     return True
+
+
+def tenant_external_id(tenant_id: int | None) -> str | None:
+    if tenant_id is None:
+        return None
+    return Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
 
 
 CONFIRMED = {"subscription__status": Subscription.Status.CONFIRMED}  # held rows that wait only for their endpoint

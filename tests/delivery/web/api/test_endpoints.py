@@ -1,7 +1,10 @@
 """The endpoints resource: an endpoint's health and its transitions, and lifting a freeze by hand (the owner's only)."""
 
+import logging
+
 import pytest
 
+from delivery.engine.state import health
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Endpoint
 from tests.conftest import publish, subscribe, wait_until
@@ -41,3 +44,14 @@ def test_frozen_endpoint_receives_nothing_until_enabled_through_the_api(api, rec
 def test_enable_is_owner_only(api, other_api, receiver):
     _, subscription = subscribe(api, receiver, None)
     assert other_api.post(f"/api/endpoints/{subscription['endpoint_id']}/enable/").status_code == 404
+
+
+def test_a_state_change_is_logged_with_whose_endpoint_it_is(api, receiver, caplog, user):
+    _, subscription = subscribe(api, receiver, None)
+    endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
+    with caplog.at_level(logging.INFO, logger="herald.endpoint"):
+        health.transition_endpoint(endpoint, "frozen", "410 Gone", actor=user)
+    [record] = [r for r in caplog.records if r.name == "herald.endpoint"]
+    assert record.herald == {"owner": user.id, "tenant": None, "endpoint": endpoint.id, "endpoint_host": "127.0.0.1",
+                             "from": "active", "to": "frozen", "reason": "410 Gone", "actor": user.username}
+    assert "to=frozen" in record.getMessage() and "/hook" not in record.getMessage()  # the host only
