@@ -3,12 +3,13 @@
 Prometheus needs counters that never decrease (`rate()`), and histograms. Herald's processes are many (web, any
 number of workers, the scheduler) on any number of hosts, so an in-process counter would each hold a slice, and
 PostgreSQL's rows cannot count what retention already deleted. So each process adds what it did to a Redis hash,
-one pipeline per recorded batch or publish (after its commit: a change that rolled back is not counted), and the
-scrape reads the hash (delivery/web/prometheus.py). A lost Redis resets them, which Prometheus reads as a counter
+a pipeline or two per recorded batch or publish (after its commit: a change that rolled back is not counted), and
+the scrape reads the hash (delivery/web/prometheus.py). A lost Redis resets them, which Prometheus reads as a counter
 reset, as it does a restart. Adding never fails the caller: a Redis error is logged and the figures go uncounted.
 
-Labels are bounded: outcome, error class, queue. Never a tenant or an owner (per-tenant figures answer through
-the API). Histograms keep non-cumulative bucket counts; the scrape sums them into Prometheus's cumulative form.
+Labels are bounded: outcome, error class, queue, status. Never a tenant or an owner (the scrape's per-owner gauges
+come from PostgreSQL; per-tenant figures answer through the API). Histograms keep non-cumulative bucket counts;
+the scrape sums them into Prometheus's cumulative form.
 """
 
 import bisect
@@ -61,6 +62,8 @@ def add(counts: Counter | dict, observed: dict[str, list[float]] | None = None) 
         pipe.execute()
     except RedisError as exc:
         log.info("operator counters not updated (Redis: %s); the figures miss this batch", exc)
+    except Exception:  # never into the caller's recording or publish
+        log.exception("operator counters not updated")
 
 
 def add_after_commit(counts: Counter | dict, observed: dict[str, list[float]] | None = None) -> None:
@@ -106,7 +109,12 @@ def read_slots(now: float) -> dict[str, tuple[int, int]]:
     connection = redis_link.connection()
     fresh, stale = {}, []
     for process, value in connection.hgetall(SLOTS).items():
-        in_use, slots, at = value.decode().split()
+        try:
+            in_use, slots, at = value.decode().split()
+            float(at), int(in_use), int(slots)
+        except ValueError:
+            stale.append(process)
+            continue
         if now - float(at) > SLOTS_FRESH_SECONDS:
             stale.append(process)
         else:

@@ -12,6 +12,7 @@ Both are safe to run from several schedulers at once: rows are taken with SKIP L
 
 import logging
 import time
+from collections import Counter
 from datetime import timedelta
 
 from django.db import transaction
@@ -21,7 +22,7 @@ from django.db.models.functions import Coalesce
 from delivery.engine.accounts import confirmation
 from delivery.engine.claiming import due_work
 from delivery.engine.intake.fanout import requeue_lost_fan_outs
-from delivery.engine.plumbing import clock
+from delivery.engine.plumbing import clock, counters
 from delivery.engine.plumbing.queues import DELIVERIES, RETRIES, want_pump
 from delivery.engine.plumbing.wakeup import WAKE_KEY, redis
 from delivery.engine.sending import journal, recording
@@ -81,6 +82,8 @@ def release_expired_leases(now=None) -> int:
             attempts.append(attempt)
         lifecycle.apply(updates, keyed=[d.id for d in expired if d.ordering_key], now=now)
         Attempt.objects.bulk_create(attempts)
+        counters.add_after_commit(Counter(counters.field("attempts", a.outcome, a.error_class or "", a.queue)
+                                          for a in attempts))
     if expired:
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))

@@ -182,18 +182,23 @@ def what_next(changes: dict) -> str:
 def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict], now) -> None:
     """The operators' counters (engine/plumbing/counters.py): attempts by outcome, error class and queue, their
     durations, and for deliveries that succeeded, the time from publish to that success."""
-    counts: Counter = Counter()
-    durations, to_success = [], []
-    for tried in tries:
-        attempt = attempts.get(tried.delivery.id)
-        if attempt is None:
-            continue
-        counts[counters.field("attempts", attempt.outcome, attempt.error_class or "", attempt.queue)] += 1
-        durations.append(attempt.duration_ms / 1000)
-        if changes.get(tried.delivery.id, {}).get("status") == DeliveryStatus.SUCCEEDED:
-            delivered = changes[tried.delivery.id].get("delivered_at") or now or clock.now()
-            to_success.append(max((delivered - tried.delivery.message.published_at).total_seconds(), 0.0))
-    counters.add(counts, {"attempt_duration_seconds": durations, "publish_to_success_seconds": to_success})
+    try:
+        counts: Counter = Counter()
+        durations, to_success = [], []
+        for tried in tries:
+            attempt = attempts.get(tried.delivery.id)
+            if attempt is None:
+                continue
+            counts[counters.field("attempts", attempt.outcome, attempt.error_class or "", attempt.queue)] += 1
+            durations.append(attempt.duration_ms / 1000)
+            delivery = tried.delivery
+            first_budget = delivery.replay_id is None and delivery.budget_started_at is None  # not replayed, redriven
+            if first_budget and changes.get(delivery.id, {}).get("status") == DeliveryStatus.SUCCEEDED:
+                delivered = changes[delivery.id].get("delivered_at") or now or clock.now()
+                to_success.append(max((delivered - delivery.message.published_at).total_seconds(), 0.0))
+        counters.add(counts, {"attempt_duration_seconds": durations, "publish_to_success_seconds": to_success})
+    except Exception:  # a figure never fails the recording it counts
+        log.exception("the operators' counters of %d attempts could not be added", len(tries))
 
 
 _tenant_ids: dict[int, str] = {}  # tenant id → external id (which never changes after registering)

@@ -125,18 +125,21 @@ def transition_endpoint(endpoint: Endpoint, to_state: str, reason: str, *, now=N
         if to_state == circuit.ACTIVE:
             release_held(endpoint.id, now)
         announce.endpoint_changed(endpoint, from_state, to_state, reason)
-        fields = {"owner": endpoint.owner_id, "tenant": tenant_external_id(endpoint.tenant_id),
-                  "endpoint": endpoint.id, "endpoint_host": urlsplit(endpoint.url).hostname, "from": from_state,
-                  "to": to_state, "reason": reason[:255], "actor": str(actor) if actor else None}
-        after_commit(state_log.info, "endpoint %s", " ".join(f"{key}={value}" for key, value in fields.items()
-                                                             if value is not None), extra={"herald": fields})
+        after_commit(log_state_change, endpoint, from_state, to_state, reason, actor)
     return True
 
 
-def tenant_external_id(tenant_id: int | None) -> str | None:
-    if tenant_id is None:
-        return None
-    return Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first() or "(deleted)"
+def log_state_change(endpoint: Endpoint, from_state: str, to_state: str, reason: str, actor) -> None:
+    """One line per committed state change: whose endpoint (owner, tenant), its host, the states, why and who."""
+    if not state_log.isEnabledFor(logging.INFO):
+        return
+    tenant = (Tenant.objects.filter(id=endpoint.tenant_id).values_list("external_id", flat=True).first()
+              or "(deleted)") if endpoint.tenant_id else None
+    fields = {"owner": endpoint.owner_id, "tenant": tenant, "endpoint": endpoint.id,
+              "endpoint_host": urlsplit(endpoint.url).hostname, "from": from_state, "to": to_state,
+              "reason": reason[:255], "actor": str(actor) if actor else None}
+    state_log.info("endpoint %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
+                   extra={"herald": fields})
 
 
 CONFIRMED = {"subscription__status": Subscription.Status.CONFIRMED}  # held rows that wait only for their endpoint

@@ -3,12 +3,12 @@ flight, held, waiting, dead letters of the last day, unhealthy endpoints, confir
 (docs/operators.md). Read from PostgreSQL and Redis at the moment it runs."""
 
 import json
-from urllib.parse import urlsplit, urlunsplit
 
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from delivery.management.commands.herald_why import where
 from delivery.web import selectors
 
 
@@ -24,9 +24,9 @@ class Command(BaseCommand):
             queues = selectors.queue_depths()
         except RedisError as exc:
             queues = {"unreachable": str(exc)[:200]}
-        for owner in owners:  # a URL's query may carry a token: the on-call sees where, not with what
+        for owner in owners:  # a URL's path, query or credentials may carry a token: the host, as the logs give it
             for endpoint in owner["unhealthy"]:
-                endpoint["url"] = urlunsplit(urlsplit(endpoint["url"])._replace(query="", fragment=""))
+                endpoint["url"] = where(endpoint["url"])
         if as_json:
             self.stdout.write(json.dumps({"owners": owners, "queues": queues}, default=str))
             return

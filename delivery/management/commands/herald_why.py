@@ -2,6 +2,7 @@
 of the message's topic (or one), as the message's API and admin pages give it (docs/operators.md)."""
 
 import uuid
+from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -10,6 +11,13 @@ from delivery.web import fanout_report
 from delivery.web.fanout_report import audience_words
 
 SHOWN = 50
+
+
+def where(url: str) -> str:
+    """An endpoint as scheme://host[:port]: its path, query or credentials may carry a token (as the logs do)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
 class Command(BaseCommand):
@@ -38,7 +46,7 @@ class Command(BaseCommand):
         shown = rows if all else rows[:SHOWN]
         for row in fanout_report.decisions(found, shown):
             whose = f" (tenant {row['tenant']})" if row["tenant"] else ""
-            self.stdout.write(f"\nsubscription {row['subscription']}{whose} → {row['endpoint']}\n"
+            self.stdout.write(f"\nsubscription {row['subscription']}{whose} → {where(row['endpoint'])}\n"
                               f"  {row['outcome']}: {row['reason']}")
             if row["fix"]:
                 self.stdout.write(f"  fix: {row['fix']}")
