@@ -92,6 +92,8 @@ WORST = (
     ("150 $or branches of a 1 KB prefix, 26,000-element array", "MessageBody",
      {"$or": [{"x": [{"prefix": "v" * 1000 + str(n)}], "y": ["v"]} for n in range(150)]}, [],
      {"x": BIG_ARRAY[:25_990], "y": "v"}, "e"),
+    ("5 unanchored wildcards '*vN*z*', 26,000-element array", "MessageBody",
+     {"x": [{"wildcard": f"*v{n}*z*"} for n in range(5)]}, [], {"x": BIG_ARRAY}, "e"),
     ("the payload's dotted keys: 10,000 'a.*' keys, 5 paths", "MessageBody",
      {f"a.k{n}": ["nope"] for n in range(5)}, [], {f"a.v{n:05}": n for n in range(10_000)}, "e"),
 )

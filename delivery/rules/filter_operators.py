@@ -343,6 +343,95 @@ class Cidr(Operator):
         return at < len(numbers) and numbers[at] <= int(net.broadcast_address)
 
 
+MAX_WILDCARDS = 3  # per pattern, as SNS allows
+
+
+@lru_cache(maxsize=4096)
+def wildcard_pieces(pattern: str) -> tuple[str, ...] | None:
+    """A wildcard pattern's literal pieces between its `*`s (a backslash escapes a star or a backslash); None for
+    one SNS refuses: empty, another escape or a lone backslash, `**`, more than MAX_WILDCARDS stars."""
+    pieces, current, escaped = [], [], False
+    for ch in pattern:
+        if escaped:
+            if ch not in ("*", "\\"):
+                return None
+            current.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "*":
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if escaped or not pattern:
+        return None
+    pieces.append("".join(current))
+    if len(pieces) - 1 > MAX_WILDCARDS or any(piece == "" for piece in pieces[1:-1]):
+        return None  # an empty piece between two stars is `**`
+    return tuple(pieces)
+
+
+def wildcard_matches(pieces: tuple[str, ...], text: str) -> bool:
+    """Linear, without backtracking: each middle piece found left to right at its first place after the previous
+    one, the first anchored at the start and the last at the end (right for patterns whose only wildcard is `*`)."""
+    if len(pieces) == 1:
+        return text == pieces[0]
+    first, *middle, last = pieces
+    if len(first) + len(last) > len(text) or not text.startswith(first) or not text.endswith(last):
+        return False
+    at, end = len(first), len(text) - len(last)
+    for piece in middle:
+        found = text.find(piece, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def _candidates(pieces: tuple[str, ...], index) -> list[str]:
+    """The indexed strings a pattern may match: those with its first piece as prefix, else its last as suffix (a
+    range of the sorted strings each), else all."""
+    if pieces[0]:
+        return _starting(index.strings, pieces[0])
+    if pieces[-1]:
+        return [text[::-1] for text in _starting(index.reversed_strings, pieces[-1][::-1])]
+    return index.strings
+
+
+def _starting(ordered: list[str], prefix: str) -> list[str]:
+    """The strings of a sorted list that start with `prefix` (they sit together, from where it would go)."""
+    start = end = bisect.bisect_left(ordered, prefix)
+    while end < len(ordered) and ordered[end].startswith(prefix):
+        end += 1
+    return ordered[start:end]
+
+
+class Wildcard(Operator):
+    """{"wildcard": "*.png"}: `*` stands for any run of characters, at most three per pattern ("String value
+    matching": wildcard). Matched without backtracking; against many values, only those its first piece (or its
+    last) allows are checked."""
+
+    name = "wildcard"
+
+    def problem(self, argument):
+        if not isinstance(argument, str) or wildcard_pieces(argument) is None:
+            return (f"must be a pattern with at most {MAX_WILDCARDS} `*` (not two in a row; \\* for a literal star), "
+                    f"such as \"*.png\"")
+        return None
+
+    def one(self, argument, value):
+        return isinstance(value, str) and wildcard_matches(wildcard_pieces(argument), value)
+
+    def any_in(self, argument, index):
+        pieces = wildcard_pieces(argument)
+        candidates = _candidates(pieces, index)
+        longest = max(pieces, key=len)
+        if longest and not (pieces[0] or pieces[-1]):  # unanchored: a C-level look for its longest piece first
+            candidates = [text for text in candidates if longest in text]
+        return any(wildcard_matches(pieces, text) for text in candidates)
+
+
 class AnythingBut(Operator):
     """{"anything-but": v}: v a string, a number, a list of strings or of numbers, or {"prefix": "x"} /
     {"suffix": "x"} ("String value matching" and "Numeric value matching": anything-but). A value passes unless it
@@ -354,10 +443,10 @@ class AnythingBut(Operator):
 
     def problem(self, argument):
         if isinstance(argument, dict):
-            if len(argument) != 1 or next(iter(argument)) not in self.AFFIXES:
-                return "as an object it takes {\"prefix\": ...} or {\"suffix\": ...}"
+            if len(argument) != 1 or next(iter(argument)) not in (*self.AFFIXES, "wildcard"):
+                return "as an object it takes {\"prefix\": ...}, {\"suffix\": ...} or {\"wildcard\": ...}"
             (kind, value), = argument.items()
-            problem = _non_empty_string(value)
+            problem = WILDCARD.problem(value) if kind == "wildcard" else _non_empty_string(value)
             return f".{kind}: {problem}" if problem else None
         values = argument if isinstance(argument, list) else [argument]
         if not values:
@@ -374,6 +463,8 @@ class AnythingBut(Operator):
             return False
         if isinstance(argument, dict):
             (kind, affix), = argument.items()
+            if kind == "wildcard":
+                return not WILDCARD.one(affix, value)
             return not (isinstance(value, str) and self.AFFIXES[kind](value, affix))
         excluded = argument if isinstance(argument, list) else [argument]
         return identity(value) not in {identity(item) for item in excluded}
@@ -383,6 +474,9 @@ class AnythingBut(Operator):
             (kind, affix), = argument.items()
             if index.others:
                 return True
+            if kind == "wildcard":  # unless every string matches the pattern
+                pieces = wildcard_pieces(affix)
+                return not all(wildcard_matches(pieces, text) for text in index.strings)
             if kind == "prefix":
                 return not _all_start(index.strings, affix)
             return not _all_start(index.reversed_strings, affix[::-1])
@@ -392,8 +486,17 @@ class AnythingBut(Operator):
 
 
 EXACT = Exact()
-OPERATORS = {op.name: op for op in (Prefix(), Suffix(), EqualsIgnoreCase(), Exists(), Numeric(), Cidr(),
+WILDCARD = Wildcard()
+OPERATORS = {op.name: op for op in (Prefix(), Suffix(), EqualsIgnoreCase(), Exists(), Numeric(), Cidr(), WILDCARD,
                                      AnythingBut())}
+
+
+def wildcard_count(condition) -> int:
+    """1 for a condition that matches by a wildcard pattern (`wildcard`, `anything-but` with one), else 0."""
+    if not isinstance(condition, dict) or len(condition) != 1:
+        return 0
+    (name, argument), = condition.items()
+    return int(name == "wildcard" or (name == "anything-but" and isinstance(argument, dict) and "wildcard" in argument))
 
 
 def operator_of(condition) -> tuple[Operator, object]:

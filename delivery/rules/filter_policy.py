@@ -33,6 +33,7 @@ from delivery.rules.filter_operators import (
     holds_prepared_indexed,
     prepared,
     value_kind,
+    wildcard_count,
 )
 from subscriptions.states import FILTER_SCOPES
 
@@ -40,6 +41,7 @@ SCOPES = FILTER_SCOPES
 ATTRIBUTES, BODY = SCOPES
 MAX_KEYS = 5
 MAX_COMBINATIONS = 150
+MAX_WILDCARD_CONDITIONS = 5  # Herald's bound on the cost of wildcards (SNS bounds them by complexity points)
 MAX_DEPTH = 10
 MAX_POLICY_BYTES = 256 * 1024
 MAX_EVENT_TYPES = 25
@@ -208,6 +210,19 @@ def _count(node: Node, depth: int) -> tuple[int, list[str]]:
     return total, terms
 
 
+def _all_conditions(node: Node) -> list:
+    found = []
+    for kind, _, item in node.entries:
+        if kind == "leaf":
+            found += item.conditions
+        elif kind == "nested":
+            found += _all_conditions(item)
+        else:
+            for branch in item:
+                found += _all_conditions(branch)
+    return found
+
+
 def combinations(policy: dict, scope: str = BODY) -> int:
     """SNS's count: each key's number of conditions times its depth, multiplied across keys; `$or` branches add
     up. (A flat policy's is the product of its keys' numbers of conditions.)"""
@@ -234,6 +249,10 @@ def validate(policy, scope: str = ATTRIBUTES) -> None:
     keys = sorted(_leaf_paths(root, ""))
     if len(keys) > MAX_KEYS:
         raise FilterPolicyError(f"has {len(keys)} keys ({', '.join(keys)}); at most {MAX_KEYS} are allowed")
+    patterns = sum(wildcard_count(c) for c in _all_conditions(root))
+    if patterns > MAX_WILDCARD_CONDITIONS:
+        raise FilterPolicyError(f"has {patterns} wildcard conditions; at most {MAX_WILDCARD_CONDITIONS} are allowed "
+                                f"(each is matched against every string of a value, so their number is bounded)")
     total, terms = _count(root, 1)
     if total > MAX_COMBINATIONS:
         raise FilterPolicyError(f"has {total} combinations ({' × '.join(terms)}); at most {MAX_COMBINATIONS} are "

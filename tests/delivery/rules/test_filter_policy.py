@@ -338,7 +338,9 @@ RULE_POOL = [None, 0, 1, 1.5, "a", "ab", True, False, {"prefix": "a"}, {"prefix"
              {"cidr": "10.1.0.0/16"}, {"cidr": "fe80::/10"}, {"anything-but": ["a", 1]}, {"anything-but": "ab"},
              {"anything-but": [0, "b"]}, {"anything-but": 1.5}, {"anything-but": {"prefix": "a"}},
              {"anything-but": {"prefix": "ab"}}, {"anything-but": {"prefix": "b"}},
-             {"anything-but": {"suffix": "b"}}, {"anything-but": {"suffix": "ab"}}]
+             {"anything-but": {"suffix": "b"}}, {"anything-but": {"suffix": "ab"}}, {"wildcard": "*b"},
+             {"wildcard": "a*"}, {"wildcard": "*a*"}, {"wildcard": "a*b*c"}, {"wildcard": "*"},
+             {"anything-but": {"wildcard": "*b"}}, {"anything-but": {"wildcard": "a*"}}]
 
 
 def test_compiled_conditions_mean_what_each_condition_means():

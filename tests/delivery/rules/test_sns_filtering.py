@@ -312,3 +312,35 @@ def test_the_same_path_twice_is_refused_and_dotted_paths_count_their_depth():
 def test_a_payloads_dotted_key_beside_the_nested_one_hides_neither():
     assert body_matches({"a.b": [1]}, {"a": {"b": 1}, "a.b": 2})
     assert body_matches({"a.b": [2]}, {"a": {"b": 1}, "a.b": 2})
+
+
+# --- wildcard (STRINGS: wildcard, anything-but wildcard) ------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern, value, expected", [
+    ("*ball", "baseball", True), ("*ball", "basketball", True), ("*ball", "rugby", False),
+    ("base*", "baseball", True), ("b*e*l", "baseball", True), ("b*e*x", "baseball", False),
+    ("*", "", True), ("a\\*b", "a*b", True), ("a\\*b", "axb", False), ("*a*a*b", "a" * 40, False),
+])
+def test_wildcard(pattern, value, expected):
+    policy = {"k": [{"wildcard": pattern}]}
+    assert attributes_match(policy, {"k": value}) is expected
+    assert body_matches(policy, {"k": [value, 7]}) is expected
+
+
+def test_anything_but_wildcard():
+    """STRINGS' own example: it matches ["hockey", "rugby", "soccer"], not ["baseball", "basketball"]."""
+    policy = {"customer_interests": [{"anything-but": {"wildcard": "*ball"}}]}
+    assert attributes_match(policy, {"customer_interests": ["hockey", "rugby", "soccer"]})
+    assert not attributes_match(policy, {"customer_interests": ["baseball", "basketball"]})
+
+
+@pytest.mark.parametrize("pattern", ["**a", "a**", "*a*b*c*d", "a\\x", "", "a\\", 5])
+def test_a_wildcard_sns_refuses_is_refused(pattern):
+    with pytest.raises(FilterPolicyError, match=r"k\[0\]\.wildcard: must be a pattern with at most 3"):
+        validate({"k": [{"wildcard": pattern}]})
+
+
+def test_wildcards_are_bounded_per_policy():
+    validate({"k": [{"wildcard": f"*{n}*"} for n in range(5)]})
+    with pytest.raises(FilterPolicyError, match="has 6 wildcard conditions; at most 5"):
+        validate({"k": [{"wildcard": f"*{n}*"} for n in range(5)], "j": [{"anything-but": {"wildcard": "a*"}}]})
