@@ -344,14 +344,16 @@ RULE_POOL = [None, 0, 1, 1.5, "a", "ab", True, False, {"prefix": "a"}, {"prefix"
 
 
 def test_compiled_conditions_mean_what_each_condition_means():
-    """Every single condition, pair and triple from the pool against no value, every leaf value (strings, numbers,
-    true, false, null), pairs and triples of them (an array): asking the values' index (`any_in`) answers as the
-    conditions checked one by one (each operator's `one`)."""
-    value_sets = ([[]] + [[v] for v in POOL] + [list(pair) for pair in itertools.combinations(POOL, 2)][::7]
-                  + [list(triple) for triple in itertools.combinations(POOL, 3)][::97])
+    """Every single condition and pair and every other triple from the pool against no value, every leaf value
+    (strings, numbers, true, false, null), pairs and triples of them (an array): asking the values' index
+    (`any_in`) answers as the conditions checked one by one (each operator's `one`)."""
+    value_sets = ([[]] + [[v] for v in POOL] + [list(pair) for pair in itertools.combinations(POOL, 2)][::11]
+                  + [list(triple) for triple in itertools.combinations(POOL, 3)][::211])
     checked = 0
     for size in (1, 2, 3):
-        for conditions in itertools.combinations(RULE_POOL, size):
+        for n, conditions in enumerate(itertools.combinations(RULE_POOL, size)):
+            if size == 3 and n % 2:
+                continue  # every other triple: each condition still meets every other in a pair
             conditions = list(conditions)
             for values in value_sets:
                 expected = filter_operators.holds_one_by_one(conditions, values)
