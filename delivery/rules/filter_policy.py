@@ -34,6 +34,7 @@ from delivery.rules.filter_operators import (
     prepared,
     value_kind,
     wildcard_count,
+    wildcard_matches,
 )
 from subscriptions.states import FILTER_SCOPES
 
@@ -446,19 +447,7 @@ def glob_matches(pattern: str, text: str) -> bool:
     literal pieces between stars are found left to right, each at its first place after the previous one (the
     first piece anchored at the start, the last at the end), which is right for patterns whose only wildcard is
     `*`. A regular expression would backtrack: `*a*a*a*a*a*a*a*a*b` against forty `a`s took seconds."""
-    pieces = pattern.split("*")
-    if len(pieces) == 1:
-        return pattern == text
-    first, *middle, last = pieces
-    if len(first) + len(last) > len(text) or not text.startswith(first) or not text.endswith(last):
-        return False
-    at, end = len(first), len(text) - len(last)
-    for piece in middle:
-        found = text.find(piece, at, end)
-        if found < 0:
-            return False
-        at = found + len(piece)
-    return True
+    return wildcard_matches(tuple(pattern.split("*")), text)  # event types have no escapes: a star is a star
 
 
 def event_type_matches(patterns, event_type: str) -> bool:
