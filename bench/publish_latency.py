@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from delivery.engine.intake import fanout  # noqa: E402
 from delivery.engine.intake.publishing import message_publish  # noqa: E402
 from delivery.models import Delivery, Message  # noqa: E402
-from delivery.rules import filter_policy  # noqa: E402
+from delivery.rules import event_type_filter, filter_policy  # noqa: E402
 from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402
 
 SIZES = (1, 100, 500, 501, 1000, 10000)
@@ -180,7 +180,7 @@ def main():
     for label, scope, policy, event_types, body, event_type in WORST:
         if policy:
             filter_policy.validate(policy, scope=scope)
-        filter_policy.validate_event_types(event_types)
+        event_type_filter.validate_event_types(event_types)
         topic = topic_of(user, "worst", lambda topic, n, e, policy=policy, scope=scope, types=event_types:
                          Subscription(topic=topic, endpoint=e, status="confirmed", filter_policy=policy,
                                       filter_policy_scope=scope, event_types=types), size=1)

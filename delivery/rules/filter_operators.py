@@ -30,6 +30,10 @@ PRECISION = 5        # SNS: "five digits of accuracy after the decimal point"
 SCALE = 10 ** PRECISION
 
 
+class FilterPolicyError(ValueError):
+    """A policy SNS would refuse; the text names the offending part (`region[1]`, `$or[0].size`)."""
+
+
 # --- value types ----------------------------------------------------------------------------------------------------
 
 def is_number(value) -> bool:

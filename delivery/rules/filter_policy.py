@@ -18,15 +18,15 @@ and `$or` branches), at most 150 combinations (each key's number of conditions t
 multiplied across keys, `$or` branches adding up), 256 KiB of JSON. Every error names the part of the policy it is
 about.
 
-Event-type filters are a simpler field: a list of event types, exact or with `*` wildcards (`order.*`); an empty
-list matches every event type.
+Event-type filters, the simpler field beside it, are delivery/rules/event_type_filter.py.
 """
 
 import json
-from functools import lru_cache
 
+from delivery.rules.event_type_filter import validate_event_types
 from delivery.rules.filter_operators import (
     OPERATORS,
+    FilterPolicyError,
     Index,
     condition_problem,
     holds_prepared,
@@ -34,7 +34,6 @@ from delivery.rules.filter_operators import (
     prepared,
     value_kind,
     wildcard_count,
-    wildcard_matches,
 )
 from subscriptions.states import FILTER_SCOPES
 
@@ -45,13 +44,8 @@ MAX_COMBINATIONS = 150
 MAX_WILDCARD_CONDITIONS = 5  # Herald's bound on the cost of wildcards (SNS bounds them by complexity points)
 MAX_DEPTH = 10
 MAX_POLICY_BYTES = 256 * 1024
-MAX_EVENT_TYPES = 25
 EVENT_TYPE_KEY = "(event type)"  # how a failed event-type filter is recorded among the failing keys
 OR = "$or"
-
-
-class FilterPolicyError(ValueError):
-    """A policy SNS would refuse; the text names the offending part (`region[1]`, `$or[0].size`)."""
 
 
 # --- the policy's shape -----------------------------------------------------------------------------------------
@@ -425,36 +419,6 @@ def failing_key(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None)
 
 def matches(policy, attributes: dict, *, scope: str = ATTRIBUTES, body=None) -> bool:
     return failing_key(policy, attributes, scope=scope, body=body) is None
-
-
-# --- event-type filters -----------------------------------------------------------------------------------------
-
-def validate_event_types(patterns) -> None:
-    if patterns in (None, []):
-        return
-    if not isinstance(patterns, list) or len(patterns) > MAX_EVENT_TYPES:
-        raise FilterPolicyError(f"must be a list of at most {MAX_EVENT_TYPES} event types")
-    for n, pattern in enumerate(patterns):
-        if not isinstance(pattern, str) or not pattern or len(pattern) > 256:
-            raise FilterPolicyError(f"[{n}]: must be an event type of 1 to 256 characters, such as order.* ")
-        if any(not ch.isprintable() or ch.isspace() for ch in pattern):
-            raise FilterPolicyError(f"[{n}]: must not contain spaces or control characters")
-
-
-@lru_cache(maxsize=4096)
-def glob_matches(pattern: str, text: str) -> bool:
-    """Does `text` match `pattern`, where `*` stands for any run of characters? Linear, without backtracking: the
-    literal pieces between stars are found left to right, each at its first place after the previous one (the
-    first piece anchored at the start, the last at the end), which is right for patterns whose only wildcard is
-    `*`. A regular expression would backtrack: `*a*a*a*a*a*a*a*a*b` against forty `a`s took seconds."""
-    return wildcard_matches(tuple(pattern.split("*")), text)  # event types have no escapes: a star is a star
-
-
-def event_type_matches(patterns, event_type: str) -> bool:
-    """Does `event_type` match one of the patterns (exact, or `*` for any run of characters)? No patterns: yes."""
-    if not patterns:
-        return True
-    return any(glob_matches(p, event_type) for p in patterns)
 
 
 # --- explanations -----------------------------------------------------------------------------------------------

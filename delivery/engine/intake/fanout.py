@@ -26,6 +26,7 @@ from delivery.engine.plumbing import clock, redis_link
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
 from delivery.rules import filter_policy as filters
+from delivery.rules.event_type_filter import event_type_matches
 from delivery.rules.vocabulary import AttemptQueue, FanoutOutcome
 from subscriptions.models import Subscription
 
@@ -139,7 +140,7 @@ def topic_subscriptions(topic_id: int, audience: Audience = Audience()) -> list[
 
 def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_types=None) -> str | None:
     """The key the message fails among a subscription's filters (the event-type filter first), or None."""
-    if event_types and not filters.event_type_matches(event_types, facts.event_type):
+    if event_types and not event_type_matches(event_types, facts.event_type):
         return filters.EVENT_TYPE_KEY
     if not policy:
         return None

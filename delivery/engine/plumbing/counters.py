@@ -46,8 +46,7 @@ def add(counts: Counter | dict, observed: dict[str, list[float]] | None = None) 
         for value in values:
             at = bisect.bisect_left(bounds, value)
             buckets[field(name, str(bounds[at]) if at < len(bounds) else "+Inf")] += 1
-        if values:
-            buckets[field(name, "count")] += len(values)
+        if values:  # the count is the +Inf bucket's, once summed
             sums[field(name, "sum")] = sum(values)
     if not pipe_fields and not buckets:
         return
@@ -73,7 +72,7 @@ def add_after_commit(counts: Counter | dict, observed: dict[str, list[float]] | 
 
 
 def read() -> tuple[dict[tuple, int], dict[str, dict]]:
-    """(counters {(name, *labels): n}, histograms {name: {"buckets": [(le, cumulative)], "sum", "count"}}); raises
+    """(counters {(name, *labels): n}, histograms {name: {"buckets": [(le, cumulative)], "sum"}}); raises
     RedisError when Redis cannot be read (the scrape leaves the series out)."""
     connection = redis_link.connection()
     raw_counters = connection.hgetall(COUNTERS)
@@ -86,8 +85,7 @@ def read() -> tuple[dict[tuple, int], dict[str, dict]]:
         for bound in (*bounds, "+Inf"):
             running += int(found.get(field(name, str(bound)), 0))
             buckets.append((bound, running))
-        histograms[name] = {"buckets": buckets, "sum": float(found.get(field(name, "sum"), 0) or 0),
-                            "count": int(found.get(field(name, "count"), 0))}
+        histograms[name] = {"buckets": buckets, "sum": float(found.get(field(name, "sum"), 0) or 0)}
     return counters, histograms
 
 

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 
 from delivery.engine.claiming import leases
 from delivery.engine.plumbing import clock, counters
-from delivery.engine.state import health, lifecycle, transitions
+from delivery.engine.state import announce, health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
@@ -26,7 +26,6 @@ from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
-from subscriptions.models import Tenant
 
 log = logging.getLogger(__name__)
 attempt_log = logging.getLogger("herald.attempt")
@@ -201,27 +200,6 @@ def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict],
         log.exception("the operators' counters of %d attempts could not be added", len(tries))
 
 
-_tenant_ids: dict[int, str] = {}  # tenant id → external id (which never changes after registering)
-
-
-def tenant_external_id(tenant_id: int | None) -> str | None:
-    """The external id of a delivery's tenant, read once per process (None: the owner's own delivery)."""
-    if tenant_id is None:
-        return None
-    found = _tenant_ids.get(tenant_id)
-    if found is None:
-        try:
-            with transaction.atomic():  # a savepoint, should a caller's transaction be open: a failure stays here
-                found = (Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first()
-                         or "(deleted)")
-        except DatabaseError:  # a log line never fails what it reports on; the next one asks again
-            return f"(tenant {tenant_id})"
-        if len(_tenant_ids) > 100_000:
-            _tenant_ids.clear()
-        _tenant_ids[tenant_id] = found
-    return found
-
-
 def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
     """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
     endpoint's host only: a URL's path or query may carry a token), what came back, how long it took and what
@@ -230,7 +208,7 @@ def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
         return
     for tried in tries:
         delivery, result = tried.delivery, tried.result
-        fields = {"owner": delivery.subscription.topic.owner_id, "tenant": tenant_external_id(delivery.tenant_id),
+        fields = {"owner": delivery.subscription.topic.owner_id, "tenant": announce.tenant_name(delivery.tenant_id),
                   "delivery": delivery.id, "message": str(delivery.message_id),
                   "subscription": delivery.subscription_id,
                   "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,

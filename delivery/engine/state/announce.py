@@ -1,15 +1,17 @@
 """Announcing outcomes after commit: the signals of delivery/signals.py. The lifecycle calls these inside the
 transaction that made the change; receivers run once it commits (never for a change that rolled back), and
 nothing is read unless a receiver is connected. Herald's own operational events are one such receiver
-(`operational.py`, connected when the app is ready)."""
+(`operational.py`, connected when the app is ready). Log lines that name a tenant ask `tenant_name`."""
 
 import logging
+
+from django.db import DatabaseError, transaction
 
 from delivery import signals
 from delivery.engine.plumbing.after_commit import after_commit
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
-from subscriptions.models import Endpoint
+from subscriptions.models import Endpoint, Tenant
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +50,25 @@ def endpoint_changed(endpoint: Endpoint, from_state: str, to_state: str, reason:
         return
     after_commit(_send, signals.endpoint_state_changed, sender=Endpoint, endpoint=endpoint, from_state=from_state,
                  to_state=to_state, reason=reason)
+
+
+_tenant_ids: dict[int, str] = {}  # tenant id → external id (which never changes after registering)
+
+
+def tenant_name(tenant_id: int | None) -> str | None:
+    """A tenant's external id for a log line, read once per process (it never changes after registering); None:
+    the owner's own. A database error names it by id: a log line never fails what it reports on."""
+    if tenant_id is None:
+        return None
+    found = _tenant_ids.get(tenant_id)
+    if found is None:
+        try:
+            with transaction.atomic():  # a savepoint, should a caller's transaction be open: a failure stays here
+                found = (Tenant.objects.filter(id=tenant_id).values_list("external_id", flat=True).first()
+                         or "(deleted)")
+        except DatabaseError:  # a log line never fails what it reports on; the next one asks again
+            return f"(tenant {tenant_id})"
+        if len(_tenant_ids) > 100_000:
+            _tenant_ids.clear()
+        _tenant_ids[tenant_id] = found
+    return found

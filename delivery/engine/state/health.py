@@ -17,7 +17,7 @@ from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.after_commit import after_commit
 from delivery.engine.state import announce, lifecycle
 from delivery.rules import circuit
-from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription, Tenant
+from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
 
 state_log = logging.getLogger("herald.endpoint")  # one line per endpoint state change (docs/operators.md)
 
@@ -133,9 +133,7 @@ def log_state_change(endpoint: Endpoint, from_state: str, to_state: str, reason:
     """One line per committed state change: whose endpoint (owner, tenant), its host, the states, why and who."""
     if not state_log.isEnabledFor(logging.INFO):
         return
-    tenant = (Tenant.objects.filter(id=endpoint.tenant_id).values_list("external_id", flat=True).first()
-              or "(deleted)") if endpoint.tenant_id else None
-    fields = {"owner": endpoint.owner_id, "tenant": tenant, "endpoint": endpoint.id,
+    fields = {"owner": endpoint.owner_id, "tenant": announce.tenant_name(endpoint.tenant_id), "endpoint": endpoint.id,
               "endpoint_host": urlsplit(endpoint.url).hostname, "from": from_state, "to": to_state,
               "reason": reason[:255], "actor": str(actor) if actor else None}
     state_log.info("endpoint %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
