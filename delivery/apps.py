@@ -16,6 +16,8 @@ class DeliveryConfig(AppConfig):
         # Herald's operational events are receivers of its own signals; the engine is importable only once the
         # models are, hence here (Django's place for connecting signals).
         import_module("delivery.engine.intake.operational").connect()
+        # OpenTelemetry, when installed and asked for (OTEL_* variables, or a host project's own provider).
+        import_module("delivery.engine.plumbing.tracing").configure()
         herald_checks = import_module("delivery.checks")
         checks.register(herald_checks.public_url_is_set, checks.Tags.compatibility)
         checks.register(herald_checks.worker_class_imports, checks.Tags.compatibility)

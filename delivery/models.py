@@ -43,6 +43,9 @@ class Message(models.Model):
                                                                   "fan-out job (large topics).")
     ordering_key = models.CharField(max_length=256, null=True, blank=True, help_text=(  # noqa: DJ001
         "Subscriptions with ordered delivery receive the messages of one key one at a time, in publish order."))
+    # The W3C traceparent of the span that published it (empty: tracing was off): its attempts, hours later and on
+    # any host, belong to that trace (delivery/engine/plumbing/tracing.py).
+    trace_parent = models.CharField(max_length=55, blank=True, default="", db_default="")
     fanout_skipped = models.JSONField(null=True, blank=True, help_text=(
         "The subscriptions that got no delivery (or a held one) at publish time, by outcome: "
         '{"filtered_out": {attribute: [ids]}, "not_confirmed": [ids], "paused": [ids]}. NULL: published before '

@@ -199,6 +199,9 @@ class Subscription(models.Model):
         "Up to 10 extra request headers: {name, value} or {name, from_attribute}; secret values are stored "
         "encrypted and never shown again (docs/delivery-headers.md)."))
     raw_message_delivery = models.BooleanField(default=False)
+    send_trace_context = models.BooleanField(default=True, db_default=True, help_text=(
+        "With tracing on, each request carries a W3C traceparent header that continues the publish's trace "
+        "(docs/operators.md, \"Tracing\"); off: no trace header goes to this endpoint."))
     signature_scheme = models.CharField(max_length=16, choices=choices(SignatureScheme),
                                         default=SignatureScheme.HMAC_SHA256)
     # mTLS: a certificate the sender presents to this endpoint, its key encrypted at rest like the secrets.

@@ -12,7 +12,7 @@ MAX_HEADERS = 10
 MAX_VALUE_CHARS = 4096
 NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")  # an RFC 9110 token (fullmatch: `$` allows a final "\n")
 RESERVED = {"host", "content-length", "content-type", "transfer-encoding", "connection", "user-agent", "expect",
-            "te", "upgrade", "keep-alive", "proxy-authorization", "trailer"}
+            "te", "upgrade", "keep-alive", "proxy-authorization", "trailer", "traceparent", "tracestate"}
 RESERVED_PREFIXES = ("webhook-", "herald-", "ce-")
 REDACTED = "(secret)"
 

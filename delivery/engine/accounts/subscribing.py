@@ -125,7 +125,7 @@ def new_secret(scheme: str, own: str | None = None) -> str:
 
 # Per-subscription options of how its stream is filtered and shaped (checked_options checks them for every door).
 STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-                  "preferred_batch_size_kb", "delivery_headers")
+                  "preferred_batch_size_kb", "delivery_headers", "send_trace_context")
 
 
 def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None) -> dict:

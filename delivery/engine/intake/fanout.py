@@ -22,7 +22,7 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from delivery.conf import herald
-from delivery.engine.plumbing import clock, redis_link
+from delivery.engine.plumbing import clock, redis_link, tracing
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
 from delivery.rules import filter_policy as filters
@@ -223,13 +223,17 @@ def fan_out(message_id: str) -> int:
             topic_id=message.topic_id, ordering_key=message.ordering_key, fanout_pending=True,
             published_at__lt=message.published_at).exists():
         return 0  # an earlier message of its key is not fanned out yet: the reconciler brings this one back later
-    chosen = targets(message)
-    for start in range(0, len(chosen), CHUNK):
-        with transaction.atomic():
-            part = chosen[start:start + CHUNK]
-            waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
-            built = build_deliveries(message, part, waiting)
-            lifecycle.created(Delivery.objects.bulk_create(built, ignore_conflicts=True))
+    with tracing.child("herald fan-out", {"herald.message": str(message.id), "herald.job": True},
+                       stored=message.trace_parent) as span:
+        chosen = targets(message)
+        for start in range(0, len(chosen), CHUNK):
+            with transaction.atomic():
+                part = chosen[start:start + CHUNK]
+                waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
+                built = build_deliveries(message, part, waiting)
+                lifecycle.created(Delivery.objects.bulk_create(built, ignore_conflicts=True))
+        if span is not None:
+            span.set_attribute("herald.deliveries", len(chosen))
     Message.objects.filter(id=message.id).update(fanout_pending=False)
     return len(chosen)
 

@@ -22,7 +22,7 @@ from django.urls import reverse
 from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
-from delivery.engine.plumbing import clock, counters, quotas
+from delivery.engine.plumbing import clock, counters, quotas, tracing
 from delivery.engine.plumbing.after_commit import after_commit
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
@@ -119,7 +119,15 @@ def message_publish_batch(*, topic: Topic, entries: list[Entry]) -> list[Publish
 def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | ApplicationError]:
     """The one path. Entries without a key cost one transaction together; each keyed entry is published on its own.
     When keyed entries and ordering keys mix, every entry goes on its own, in order, so the ordering keys keep the
-    batch's order."""
+    batch's order. With tracing on, all of it is one `herald publish` span, whose trace the messages keep."""
+    tenants = {entry.tenant for entry in entries}
+    with tracing.publishing(topic.name, len(entries), {
+            "herald.owner": topic.owner_id, "herald.topic": topic.id,
+            "herald.tenant": next(iter(tenants)) if len(tenants) == 1 else None}):
+        return _publish_entries(topic, entries)
+
+
+def _publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | ApplicationError]:
     results: dict[int, Published | ApplicationError]
     results, mismatched = catalog.refusals(topic.owner_id, entries)
     entries = list(entries)
@@ -204,24 +212,29 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
         now = clock.now()
         messages, chosen_for, waiting_for = [], [], []
         keyed: dict[str, set[int]] = {}  # ordering key → ordered subscriptions given a delivery in this write
-        for entry in entries:
-            if entry.audience not in audiences:
-                audiences[entry.audience] = fanout.topic_subscriptions(topic.id, entry.audience)
-            chosen, skipped = fanout.choose(audiences[entry.audience], fanout.Facts(
-                entry.attributes, entry.event_type, entry.payload, entry.payload_is_text))
-            large = len(chosen) > herald.INLINE_FANOUT
-            key = entry.ordering_key
-            waiting = set() if large else fanout.ordered_waiting(topic.id, key, chosen, keyed.get(key, set()))
-            if key and not large:
-                keyed.setdefault(key, set()).update(c.id for c in chosen if c.ordered)
-            messages.append(Message(
-                topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
-                subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
-                idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
-                fanout_pending=large, fanout_skipped=skipped, ordering_key=key or None, tenant_id=entry.tenant_id,
-                broadcast=entry.broadcast, schema_mismatch=entry.schema_mismatch))
-            chosen_for.append(chosen)
-            waiting_for.append(waiting)
+        trace_parent = tracing.current_traceparent()  # the publish's span, which its attempts will continue
+        with tracing.child("herald fan-out", {"herald.messages": len(entries)}) as span:
+            for entry in entries:
+                if entry.audience not in audiences:
+                    audiences[entry.audience] = fanout.topic_subscriptions(topic.id, entry.audience)
+                chosen, skipped = fanout.choose(audiences[entry.audience], fanout.Facts(
+                    entry.attributes, entry.event_type, entry.payload, entry.payload_is_text))
+                large = len(chosen) > herald.INLINE_FANOUT
+                key = entry.ordering_key
+                waiting = set() if large else fanout.ordered_waiting(topic.id, key, chosen, keyed.get(key, set()))
+                if key and not large:
+                    keyed.setdefault(key, set()).update(c.id for c in chosen if c.ordered)
+                messages.append(Message(
+                    topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
+                    event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes or {},
+                    published_at=now, idempotency_key=entry.idempotency_key or None,
+                    request_fingerprint=entry.fingerprint(), fanout_pending=large, fanout_skipped=skipped,
+                    ordering_key=key or None, tenant_id=entry.tenant_id, broadcast=entry.broadcast,
+                    schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
+                chosen_for.append(chosen)
+                waiting_for.append(waiting)
+            if span is not None:
+                span.set_attribute("herald.deliveries", sum(len(chosen) for chosen in chosen_for))
         Message.objects.bulk_create(messages)
         if not capturing.get():
             counters.add_after_commit({counters.field("messages_published"): len(messages)})

@@ -22,7 +22,7 @@ from django.db import InterfaceError, OperationalError, connection
 from delivery.conf import herald
 from delivery.engine.claiming import leases
 from delivery.engine.plumbing import clock
-from delivery.engine.sending import journal, outgoing, recording, throttle
+from delivery.engine.sending import journal, outgoing, recording, spans, throttle
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import health, transitions
 from delivery.engine.state.effective import subscription_policy_or_default
@@ -116,6 +116,10 @@ class Sending:
     request: object
     queue: str
     batch: int = 1  # how many deliveries its request carries
+    span: object = None  # its `herald attempt` span, when tracing is on
+
+    def tried(self, result) -> Tried:
+        return Tried(self.delivery, self.policy, self.number, self.request, result, self.queue, self.span)
 
     @property
     def weight(self) -> float:
@@ -144,17 +148,21 @@ def start_sends(claimed: list[Delivery], label: str | None, now, *, start_by=Non
         built = outgoing.build_requests(units, failed, label or AttemptQueue.DELIVERIES, prepared)
         for unit, numbers, request in built:
             leader, policy = unit[0]
+            traced = spans.started(unit, numbers)  # None when tracing is off
+            if traced:
+                request = spans.carried(request, traced[0], leader.subscription)
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
             sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id,
                           share=(leader.owner_id, leader.tenant_id or 0), start_by=deadline)
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
-            for future, (delivery, policy), number in zip(members, unit, numbers, strict=True):
+            for n, (future, (delivery, policy), number) in enumerate(zip(members, unit, numbers, strict=True)):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)
                 # a crash before recording no longer means resending; a batch's answer is journaled once
                 journal.watch(future, delivery, number, queue, same_as=leader.id if len(unit) > 1 else None)
-                futures[future] = Sending(delivery, policy, number, request, queue, len(unit))
+                futures[future] = Sending(delivery, policy, number, request, queue, len(unit),
+                                          traced[n] if traced else None)
         recording.record(claimed, failed, updates, probes, now)
     except Exception:
         log.exception("starting %d claimed deliveries failed; settling them", len(claimed))
@@ -174,9 +182,9 @@ def record_sends(done, futures: dict, probes: set[int], now) -> int:
         result = future.result()
         if result is None:
             unsent[sending.delivery.id] = transitions.deferred(now + timedelta(seconds=RELEASE_DELAY_SECONDS))
+            spans.not_sent(sending.span)
         else:
-            tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
-                               sending.queue))
+            tries.append(sending.tried(result))
     recording.record(deliveries, tries, unsent, probes, now)
     journal.forget([tried.delivery.id for tried in tries])
     for future in done:
@@ -237,8 +245,9 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
     for future, sending in futures.items():
         result = future.result() if future.done() and not future.cancelled() else None
         if result is not None:
-            tries.append(Tried(sending.delivery, sending.policy, sending.number, sending.request, result,
-                               sending.queue))
+            tries.append(sending.tried(result))
+        else:
+            spans.not_sent(sending.span)
     deliveries = {delivery.id: delivery for delivery in claimed}
     for sending in futures.values():
         deliveries[sending.delivery.id] = sending.delivery
@@ -251,8 +260,9 @@ def settle(futures: dict, tries: list[Tried], claimed=()) -> None:
     for pause in SETTLE_RETRY_PAUSES:
         time.sleep(pause)
         try:
-            recording.record_one_by_one(list(deliveries.values()), {**untried, **changes}, attempts)
+            written = recording.record_one_by_one(list(deliveries.values()), {**untried, **changes}, attempts)
             journal.forget([tried.delivery.id for tried in tries])
+            spans.ended(tries, attempts, written)
             return
         except (OperationalError, InterfaceError) as exc:
             failure = exc

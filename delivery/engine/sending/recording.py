@@ -18,6 +18,7 @@ from django.db import DatabaseError, transaction
 
 from delivery.engine.claiming import leases
 from delivery.engine.plumbing import clock, counters
+from delivery.engine.sending import spans
 from delivery.engine.state import announce, health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
@@ -42,6 +43,7 @@ class Tried:
     request: OutgoingRequest | None
     result: SendResult
     queue: str
+    span: object = None  # its `herald attempt` span, when tracing is on (spans.py)
 
 
 def internal_failure(delivery: Delivery, policy, exc: Exception, queue_name: str) -> Tried:
@@ -155,6 +157,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
+    spans.ended(tries, attempts, written)
     log_attempts([t for t in tries if t.delivery.id in written], changes)
     count_attempts([t for t in tries if t.delivery.id in written], attempts, changes, now)
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
@@ -202,8 +205,9 @@ def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict],
 
 def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
     """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
-    endpoint's host only: a URL's path or query may carry a token), what came back, how long it took and what
-    happens next. With the JSON formatter (delivery/logformat.py) the fields are the line's keys."""
+    endpoint's host only: a URL's path or query may carry a token), what came back, how long it took, what
+    happens next and, when tracing is on, the trace. With the JSON formatter (delivery/logformat.py) the fields
+    are the line's keys."""
     if not attempt_log.isEnabledFor(logging.INFO):
         return
     for tried in tries:
@@ -214,7 +218,7 @@ def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
                   "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
                   "queue": tried.queue, "outcome": "succeeded" if result.ok else "failed", "status": result.status,
                   "error": result.error_class or None, "duration_ms": result.duration_ms,
-                  "next": what_next(changes[delivery.id])}
+                  "next": what_next(changes[delivery.id]), "trace_id": spans.trace_id(tried)}
         attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
                          extra={"herald": fields})
 

@@ -15,6 +15,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
+from delivery.engine.plumbing import tracing
 from delivery.web.api.authentication import HeraldTokenAuthentication
 from delivery.web.api.errors import api_exception_handler
 from delivery.web.api.ownership import tenant_of
@@ -38,6 +39,11 @@ class HeraldAPI:
     pagination_class = BoundedLimitOffsetPagination
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     schema = AutoSchema()
+
+    def dispatch(self, request, *args, **kwargs):
+        # With tracing on, a caller's `traceparent` makes what this request publishes part of the caller's trace.
+        with tracing.joined(request.META.get("HTTP_TRACEPARENT")):
+            return super().dispatch(request, *args, **kwargs)
 
     def get_exception_handler(self):
         return api_exception_handler

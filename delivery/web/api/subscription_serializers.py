@@ -184,7 +184,8 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
                   "secret", "public_key", "previous_public_key", "signing_keys_url", "client_certificate",
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
                   "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
-                  "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "status", "confirmed_at",
+                  "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "send_trace_context",
+                  "status", "confirmed_at",
                   "last_handshake", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]

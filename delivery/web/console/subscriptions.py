@@ -173,8 +173,8 @@ class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
     list_select_related = ["topic", "endpoint"]
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
               "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-              "preferred_batch_size_kb", "delivery_headers_shown", "raw_message_delivery", "signature_scheme",
-              "new_secret",
+              "preferred_batch_size_kb", "delivery_headers_shown", "send_trace_context", "raw_message_delivery",
+              "signature_scheme", "new_secret",
               "client_certificate_status", "confirmed_at", "last_handshake", "confirmation_expires_at",
               "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets or the client key
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
