@@ -15,10 +15,14 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - slow neighbours: the same quiet owner beside another's hanging confirmation handshakes, and beside its
   subscriptions whose token URL answers after 9 s, beside twice its time alone;
 - silent tenant: a tenant publishing every 0.4 s beside another tenant's 20 endpoints that accept and never
-  answer (4,000 deliveries for them), beside twice its time alone plus 50 ms.
+  answer (4,000 deliveries for them), beside twice its time alone plus 50 ms;
+- tracing (`--only tracing`): REST publish and a drain without the OpenTelemetry packages, with them but
+  tracing off, and tracing on (OTLP to a local sink), each beside the one before.
+Beside the publish, drain and 200 ms figures: the CPU seconds per 1,000 publishes or deliveries of each process
+kind (web, worker, scheduler, PostgreSQL), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
-                               [--only noisy-neighbour|slow-neighbours|silent-tenant]
+                               [--only noisy-neighbour|slow-neighbours|silent-tenant|tracing]
 """
 
 import argparse
@@ -56,6 +60,47 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree_cpu(roots: list[int]) -> float:
+    """CPU seconds (user + system) spent so far by the processes `roots` and all their descendants, those still
+    running and those they have reaped (a PostgreSQL backend that ended, a gunicorn worker replaced)."""
+    children: dict[int, list[int]] = {}
+    spent: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        spent[pid] = sum(int(value) for value in fields[11:15]) / TICKS  # utime, stime, cutime, cstime
+    total, stack = 0.0, list(roots)
+    while stack:
+        pid = stack.pop()
+        total += spent.get(pid, 0.0)
+        stack += children.get(pid, [])
+    return total
+
+
+def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {kind: after[kind] - before[kind] for kind in after}
+
+
+def per_thousand(cpu: dict[str, float], count: int) -> dict[str, float]:
+    """CPU seconds per 1,000 deliveries (or publishes), by process kind, as a row's fields."""
+    return {f"cpu_s_per_1000_{kind}": round(seconds * 1000 / count, 3) for kind, seconds in cpu.items()}
+
+
+def cpu_line(cpu: dict[str, float], count: int, what: str) -> str:
+    return f"{'':<52}CPU s per 1,000 {what}: " + ", ".join(
+        f"{kind} {seconds * 1000 / count:.2f}" for kind, seconds in cpu.items())
+
+
 class Bench:
     def __init__(self, workdir: str):
         self.workdir = workdir
@@ -70,6 +115,7 @@ class Bench:
                     "HERALD_REQUIRE_CONFIRMATION": "false", "HERALD_ALLOWED_NETWORKS": "127.0.0.0/8",
                     "HERALD_PUBLISH_RATE": "100000000/min", "DEBUG": "0", "ALLOWED_HOSTS": "127.0.0.1",
                     "LOG_LEVEL": "WARNING", "RQ_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+        self.base_env = dict(self.env)
         self.manage("migrate", "--noinput", "-v0")
         self.token = self.django("""
 from django.contrib.auth import get_user_model
@@ -79,8 +125,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
         self.receiver = subprocess.Popen([sys.executable, str(ROOT / "bench" / "receiver.py"),
                                           str(self.receiver_port), self.received_log], stdout=subprocess.PIPE)
         self.receiver.stdout.readline()
-        self.web = self.spawn("-m", "gunicorn", "project.wsgi", "--bind", f"127.0.0.1:{self.web_port}",
-                              "--workers", "2")
+        self.web = self.start_web()
         self.api = f"http://127.0.0.1:{self.web_port}/api"
         self.wait_for_web()
         self.engine: list[subprocess.Popen] = []
@@ -99,6 +144,28 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
     def spawn(self, *args: str) -> subprocess.Popen:
         log = open(os.path.join(self.workdir, "processes.log"), "a")
         return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=log)
+
+    def start_web(self) -> subprocess.Popen:
+        """gunicorn as the Procfile runs it (2 workers)."""
+        return self.spawn("-m", "gunicorn", "project.wsgi", "-c", "python:project.gunicorn", "--bind",
+                          f"127.0.0.1:{self.web_port}", "--workers", "2")
+
+    def restart_web(self, **env: str) -> None:
+        """gunicorn again, with `env` over the usual environment (the engine started later gets it too)."""
+        self.web.terminate()
+        self.web.wait(30)
+        self.env = {**self.base_env, **env}
+        self.web = self.start_web()
+        self.wait_for_web()
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds spent so far by each kind of process: web (gunicorn), worker, scheduler, PostgreSQL."""
+        with open(os.path.join(self.postgres.data, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        return {"web": process_tree_cpu([self.web.pid]),
+                "worker": process_tree_cpu([p.pid for p in self.engine[:2]]),
+                "scheduler": process_tree_cpu([p.pid for p in self.engine[2:]]),
+                "postgres": process_tree_cpu([postmaster])}
 
     def wait_for_web(self) -> None:
         for _ in range(200):
@@ -206,15 +273,22 @@ print(topic.id)""")
         with open(log or self.received_log) as f:
             return [(float(t), i, p) for t, i, p in (line.split() for line in f if line.strip())]
 
-    def wait_delivered(self, expected: int, *, prefix: str | None = None, timeout: float = 600) -> float:
+    def wait_delivered(self, expected: int, *, prefix: str | None = None, timeout: float = 600,
+                       cpu: dict | None = None) -> float:
         """Seconds from the first request the receiver saw until `expected` deliveries (of endpoints under
-        `prefix`) had succeeded: the engine's start-up (imports, connections) is not part of a drain."""
+        `prefix`) had succeeded: the engine's start-up (imports, connections) is not part of a drain. `cpu`, if
+        given, gets each process kind's CPU seconds over the same span (from the first receipt seen)."""
         started, started_at = time.perf_counter(), time.time()
+        at_first = None
         while self.succeeded(prefix) < expected:
             if time.perf_counter() - started > timeout:
                 raise RuntimeError(f"only {self.succeeded(prefix)}/{expected} delivered in {timeout} s")
+            if cpu is not None and at_first is None and os.path.getsize(self.received_log):
+                at_first = self.cpu()
             time.sleep(0.05)
         finished = time.time()
+        if cpu is not None:
+            cpu.update(spent(at_first or self.cpu(), self.cpu()))
         return finished - min((t for t, _, _ in self.received()), default=started_at)
 
     # --- clients ---------------------------------------------------------------------------------------------
@@ -559,10 +633,13 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     # Publishing, workers stopped.
     root = bench.api_root_rate()
     topic = bench.reset({"fast": 1})
-    rate, latencies = bench.publish_many(topic, int(2000 * scale))
+    publishes, before = int(2000 * scale), bench.cpu()
+    rate, latencies = bench.publish_many(topic, publishes)
+    cpu = spent(before, bench.cpu())
     row("publish via REST, 8 threads", rate, "msgs/s", root, "API root reads/s",
-        p50_ms=round(pct(latencies, 0.5), 1), p99_ms=round(pct(latencies, 0.99), 1))
+        p50_ms=round(pct(latencies, 0.5), 1), p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
     print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
+    print(cpu_line(cpu, publishes, "publishes"))
     rate, _ = bench.publish_many(topic, int(20000 * scale), batch=100)
     row("publish-batch via REST (100/request), 8 threads", rate, "msgs/s", root, "API root reads/s")
 
@@ -572,10 +649,12 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     topic = bench.reset({"fast": 1})
     bench.publish_many(topic, messages, batch=100)
     bench.start_engine()
-    seconds = bench.wait_delivered(messages)
+    cpu = {}
+    seconds = bench.wait_delivered(messages, cpu=cpu)
     bench.stop_engine()
     row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
-        "requests.Session loop")
+        "requests.Session loop", **per_thousand(cpu, messages))
+    print(cpu_line(cpu, messages, "deliveries"))
 
     # The same drain beside a million pending deliveries that are not yet due.
     backlog = int(1_000_000 * scale)
@@ -607,10 +686,12 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     topic = bench.reset({"slow": 10})
     bench.publish_many(topic, messages)
     bench.start_engine()
-    seconds = bench.wait_delivered(messages * 10)
+    cpu = {}
+    seconds = bench.wait_delivered(messages * 10, cpu=cpu)
     bench.stop_engine()
     row("200 ms receiver, 10 endpoints", messages * 10 / seconds, "deliveries/s", ceiling,
-        "asyncio client, 256 in flight")
+        "asyncio client, 256 in flight", **per_thousand(cpu, messages * 10))
+    print(cpu_line(cpu, messages * 10, "deliveries"))
 
     # One endpoint hanging until its timeout among 19 fast ones, beside the same 19 alone.
     # Two rounds each, alternating, the better of each kept: a drain of seconds is at the mercy of this machine.
@@ -663,7 +744,66 @@ def chart(rows: list[dict], path: str) -> None:
     Path(path).write_text("\n".join(parts) + "\n")
 
 
-ONLY = {"noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant}
+def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
+    """Without the OpenTelemetry packages, with them and tracing off, and tracing on (OTLP over HTTP to a sink on
+    this machine that answers at once, every span sampled), in alternating rounds, the better round of each kept:
+    REST publish (workers stopped) and a drain by 2 workers, each with the CPU it cost per 1,000."""
+    scale = 0.3 if quick else 1.0
+    rows: list[dict] = []
+    row = reporter(rows)
+    sink_port, _ = bench.own_receiver()  # answers 200 to anything: an OTLP/HTTP collector's stand-in
+    # "absent": the processes cannot import opentelemetry, as without the extra; what "off" adds to it is what
+    # tracing costs when it is not asked for.
+    absent = os.path.join(bench.workdir, "no-otel")
+    os.makedirs(os.path.join(absent, "opentelemetry"), exist_ok=True)
+    Path(absent, "opentelemetry", "__init__.py").write_text('raise ImportError("not installed (benchmark)")\n')
+    modes = {"absent": {"PYTHONPATH": os.pathsep.join(filter(None, [absent, os.environ.get("PYTHONPATH")]))},
+             "off": {}, "on": {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SERVICE_NAME": "herald-bench",
+                               "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}"}}
+    publishes, drained = int(3000 * scale), int(10000 * scale)
+    best: dict[str, dict] = {mode: {} for mode in modes}
+    for mode in list(modes) * 2:
+        bench.restart_web(**modes[mode])
+        topic = bench.reset({"fast": 1})
+        bench.publish_many(topic, 50)  # gunicorn's workers warm
+        before = bench.cpu()
+        rate, latencies = bench.publish_many(topic, publishes)
+        cpu = spent(before, bench.cpu())
+        if rate > best[mode].get("publish", (0,))[0]:
+            best[mode]["publish"] = (rate, pct(latencies, 0.5), pct(latencies, 0.99), cpu)
+        topic = bench.reset({"fast": 1})
+        bench.publish_many(topic, drained, batch=100)
+        bench.start_engine()
+        cpu = {}
+        seconds = bench.wait_delivered(drained, cpu=cpu)
+        bench.stop_engine()
+        if drained / seconds > best[mode].get("drain", (0,))[0]:
+            best[mode]["drain"] = (drained / seconds, cpu)
+    exported = int(requests.get(f"http://127.0.0.1:{sink_port}/count", timeout=10).text)
+    bench.restart_web()
+    beside = {"absent": None, "off": "absent", "on": "off"}  # each mode against the one before it
+    names = {"absent": "the extra not installed", "off": "tracing off", "on": "tracing on"}
+    for mode in modes:
+        rate, p50, p99, cpu = best[mode]["publish"]
+        ceiling = best[beside[mode]]["publish"][0] if beside[mode] else None
+        row(f"{names[mode]}: publish via REST, 8 threads", rate, "msgs/s", ceiling,
+            names[beside[mode]] if ceiling else "", p50_ms=round(p50, 1), p99_ms=round(p99, 1),
+            **per_thousand(cpu, publishes))
+        print(cpu_line(cpu, publishes, "publishes"))
+    for mode in modes:
+        rate, cpu = best[mode]["drain"]
+        ceiling = best[beside[mode]]["drain"][0] if beside[mode] else None
+        row(f"{names[mode]}: drain {drained} deliveries, 2 workers", rate, "deliveries/s", ceiling,
+            names[beside[mode]] if ceiling else "", **per_thousand(cpu, drained))
+        print(cpu_line(cpu, drained, "deliveries"))
+    print(f"{'':<52}{exported} OTLP export requests received by the sink")
+    if not exported:
+        raise RuntimeError("tracing on exported nothing: the figures would not be tracing's")
+    return rows
+
+
+ONLY = {"tracing": tracing_cost, "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
+        "silent-tenant": silent_tenant}
 
 
 def main() -> int:
