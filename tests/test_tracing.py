@@ -7,22 +7,26 @@ once and then succeeds. The others run in this process with the SDK's in-memory 
 import json
 import subprocess
 import sys
+from datetime import timedelta
 from secrets import token_hex
 
 import pytest
 import requests
+from django.utils import timezone
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.authtoken.models import Token
 
 from delivery import events
+from delivery.engine.claiming import leases
 from delivery.engine.plumbing import tracing
+from delivery.engine.scheduler import dispatch
 from delivery.management import localredis
-from delivery.models import Message
-from subscriptions.models import Topic
+from delivery.models import Delivery, Message
+from subscriptions.models import Subscription, Topic
 from tests import fence, otlp
-from tests.conftest import ROOT, publish, settle, subprocess_env, wait_until
+from tests.conftest import ROOT, publish, settle, subprocess_env, subscribe, wait_until
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -228,3 +232,56 @@ def test_the_trace_header_is_reserved_for_herald(api, receiver):
                       format="json")
     assert answer.status_code == 400
     assert "traceparent" in json.dumps(answer.json())
+
+
+class Broken(SimpleSpanProcessor):
+    """A host project's span processor that fails on every span."""
+
+    def __init__(self):
+        super().__init__(InMemorySpanExporter())
+
+    def on_start(self, span, parent_context=None):
+        raise RuntimeError("a processor that fails")
+
+    def on_end(self, span):
+        raise RuntimeError("a processor that fails")
+
+
+def test_tracing_that_fails_never_fails_a_publish_or_a_delivery(api, receiver, run_worker, caplog):
+    provider = TracerProvider()
+    provider.add_span_processor(Broken())
+    tracing._start(provider)
+    try:
+        receiver.script = lambda request: Reply(status=200)
+        topic = api.post("/api/topics/", {"name": "sturdy"}, format="json").json()
+        api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url}, format="json")
+        answer = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json",
+                          HTTP_TRACEPARENT=f"00-{token_hex(16)}-{token_hex(8)}-01")
+        assert answer.status_code == 202, answer.content
+        settle()
+    finally:
+        tracing.stop()
+    assert Delivery.objects.get().status == "succeeded" and len(receiver.requests) == 1
+    assert "tracing failed in" in caplog.text  # said, not raised
+
+
+def test_a_try_whose_worker_stopped_gets_its_span_from_the_scheduler(api, receiver, spans, redis_conn):
+    topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": [5]}, "retryLimits": {"maxAttempts": 3}})
+    publish(api, topic)
+    (published,) = named(spans, "herald publish")
+    [claimed] = leases.claim([Delivery.objects.get().id], timezone.now())  # its worker then dies
+    assert dispatch.release_expired_leases(claimed.lease_until + timedelta(seconds=1)) == 1
+    (lost,) = named(spans, "herald attempt")
+    assert lost.parent.span_id == published.context.span_id
+    assert (lost.attributes["herald.outcome"], lost.attributes["error.type"]) == ("retryable_failure",
+                                                                                  "lease_expired")
+
+
+def test_a_trace_header_stored_before_it_was_reserved_is_not_sent(api, receiver, run_worker):
+    receiver.script = lambda request: Reply(status=200)
+    topic, subscription = subscribe(api, receiver)
+    Subscription.objects.filter(id=subscription["id"]).update(  # as stored before the names were reserved
+        delivery_headers=[{"name": "Traceparent", "value": "00-forged"}, {"name": "x-kept", "value": "yes"}])
+    publish(api, topic)
+    settle()
+    assert "traceparent" not in receiver.requests[0].headers and receiver.requests[0].headers["x-kept"] == "yes"

@@ -11,8 +11,10 @@ import re
 MAX_HEADERS = 10
 MAX_VALUE_CHARS = 4096
 NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")  # an RFC 9110 token (fullmatch: `$` allows a final "\n")
+# Herald's trace context (docs/operators.md, "Tracing"): never a subscription's own, even one stored before.
+TRACE_HEADERS = frozenset({"traceparent", "tracestate"})
 RESERVED = {"host", "content-length", "content-type", "transfer-encoding", "connection", "user-agent", "expect",
-            "te", "upgrade", "keep-alive", "proxy-authorization", "trailer", "traceparent", "tracestate"}
+            "te", "upgrade", "keep-alive", "proxy-authorization", "trailer", *TRACE_HEADERS}
 RESERVED_PREFIXES = ("webhook-", "herald-", "ce-")
 REDACTED = "(secret)"
 

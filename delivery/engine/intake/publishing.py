@@ -233,8 +233,9 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                     schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
                 chosen_for.append(chosen)
                 waiting_for.append(waiting)
-            if span is not None:
-                span.set_attribute("herald.deliveries", sum(len(chosen) for chosen in chosen_for))
+            if span is not None:  # a large fan-out's deliveries are its job's to count
+                span.set_attribute("herald.deliveries", sum(len(chosen) for chosen, message in zip(
+                    chosen_for, messages, strict=True) if not message.fanout_pending))
         Message.objects.bulk_create(messages)
         if not capturing.get():
             counters.add_after_commit({counters.field("messages_published"): len(messages)})
@@ -269,10 +270,18 @@ def test_event(*, subscription: Subscription, now=None) -> Delivery:
     payload = {"test": True, "subscription": subscription.id, "sent_at": now.isoformat()}
     if example:
         payload.update(event_type=example[0], example=example[1])
+    with tracing.publishing(subscription.topic.name, 1, {"herald.owner": subscription.topic.owner_id,
+                                                         "herald.topic": subscription.topic_id,
+                                                         "herald.test_event": True}):
+        return _test_event(subscription, payload, now)
+
+
+def _test_event(subscription: Subscription, payload: dict, now) -> Delivery:
     with transaction.atomic():
         message = Message.objects.create(
             topic=subscription.topic, tenant_id=subscription.tenant_id, event_type=TEST_EVENT_TYPE,
-            subject=f"subscription:{subscription.id}", payload=payload, published_at=now, fanout_skipped={})
+            subject=f"subscription:{subscription.id}", payload=payload, published_at=now, fanout_skipped={},
+            trace_parent=tracing.current_traceparent())
         candidate = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
                                      confirmed_before=subscription.confirmed_at is not None,
                                      tenant_id=subscription.tenant_id)

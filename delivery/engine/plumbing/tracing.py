@@ -5,49 +5,95 @@ On when, at start-up (`configure`, called as the app is ready):
 - a host project has installed its own tracer provider (its Django instrumentation, `opentelemetry-instrument`):
   Herald's spans go there, joined to the request that published; or
 - `OTEL_TRACES_EXPORTER` names an exporter (`otlp`, `console`): Herald sets up the SDK's provider with it (service
-  name `OTEL_SERVICE_NAME`, default `herald`; endpoint, protocol, headers, sampler and batching from their own
-  `OTEL_*` variables).
+  name `OTEL_SERVICE_NAME`, default `herald`; endpoint, headers, sampler and batching from their own `OTEL_*`
+  variables; OTLP over HTTP with protobuf).
 `OTEL_SDK_DISABLED=true` turns it off whatever else is set. Off (the default), every function here returns at its
-first line and no span, context or header is made.
+first line and no span, context or header is made; the SDK and its exporter are not even imported.
+
+Tracing never fails what it traces: every function here catches its own errors (a bug, a host's span processor
+that raises), logs them (once a minute at most) and behaves as if tracing were off for that call.
 
 The spans (docs/operators.md, "Tracing"): `herald publish` (producer; the caller's span, or the request's
-`traceparent`, is its parent), `herald fan-out` under it, and `herald attempt` (client) per try of each delivery,
-whose parent is the publish's span however much later, wherever, and after however many retries the try happens:
-the message stores the publish's `traceparent` (`Message.trace_parent`). The endpoint receives the attempt's own
-`traceparent`, so its tracing continues the trace.
+`traceparent`, is its parent), `herald fan-out` under it, and `herald attempt` (client) per try of each delivery
+(delivery/engine/sending/spans.py), whose parent is the publish's span however much later and wherever the try
+happens: the message stores the publish's `traceparent` (`Message.trace_parent`).
 """
 
+import functools
 import logging
 import os
-from contextlib import contextmanager, nullcontext
+import time
+from contextlib import nullcontext
+from importlib import import_module
 
 from delivery.conf import VERSION
 
-try:  # the API: what a host project that traces has installed
-    from opentelemetry import context as otel_context
-    from opentelemetry import trace
-    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-except ImportError:  # pragma: no cover - without the extra
-    trace = None
-try:  # the SDK and its exporters: what Herald sets up when the OTEL_* variables ask for it
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-except ImportError:  # pragma: no cover
-    TracerProvider = None
-try:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-except ImportError:  # pragma: no cover
-    HttpExporter = None
-try:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-except ImportError:
-    GrpcExporter = None
-
 log = logging.getLogger(__name__)
+
+
+def _optional(name: str):
+    """A module of the `otel` extra, or None where it is not installed."""
+    try:
+        return import_module(name)
+    except ImportError:
+        return None
+
+
+trace = _optional("opentelemetry.trace")  # the API: present wherever a host project traces
+otel_context = _optional("opentelemetry.context") if trace is not None else None
+_propagation = _optional("opentelemetry.trace.propagation.tracecontext") if trace is not None else None
+_instrumentation = _optional("opentelemetry.instrumentation.utils") if trace is not None else None
+
 _state = {"tracer": None, "propagator": None}
 TRACEPARENT_MAX = 55  # 00-<32 hex>-<16 hex>-<2 hex>
+_complained: dict[str, float] = {}
+
+
+def _complain(what: str) -> None:
+    """Log a failure of tracing's own, once a minute per kind at most (with its traceback)."""
+    now = time.monotonic()
+    if now - _complained.get(what, -60.0) >= 60:
+        _complained[what] = now
+        log.exception("tracing failed in %s; the work it traces goes on untraced", what)
+
+
+def failure_safe(default=None):
+    """A tracing function that returns `default` instead of raising."""
+    def decorate(function):
+        @functools.wraps(function)
+        def safe(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except Exception:
+                _complain(function.__name__)
+                return default
+        return safe
+    return decorate
+
+
+class _Contained:
+    """A context manager of tracing's, made safe: failing to enter gives None (untraced); failing to exit is
+    logged; the body's own exception always goes on as it came."""
+
+    def __init__(self, make, what: str):
+        self.make, self.what, self.inner = make, what, None
+
+    def __enter__(self):
+        try:
+            self.inner = self.make()
+            return self.inner.__enter__()
+        except Exception:
+            self.inner = None
+            _complain(self.what)
+            return None
+
+    def __exit__(self, kind, value, traceback):
+        if self.inner is not None:
+            try:
+                self.inner.__exit__(kind, value, traceback)
+            except Exception:
+                _complain(self.what)
+        return False
 
 
 def on() -> bool:
@@ -60,8 +106,7 @@ def _setting(name: str) -> str:
 
 def configure() -> None:
     """Decide once per process whether spans are made (see the module's text), and set up the SDK's provider
-    when the OTEL_* variables ask Herald to. Never raises: a broken tracing set-up is logged and tracing stays
-    off; deliveries never depend on it."""
+    when the OTEL_* variables ask Herald to. Never raises: a broken set-up is logged and tracing stays off."""
     if on() or trace is None or _setting("OTEL_SDK_DISABLED").lower() == "true":
         return
     try:
@@ -72,18 +117,24 @@ def configure() -> None:
         names = [name.strip() for name in _setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
         names = [name for name in names if name != "none"]
         if not names:
+            if _setting("OTEL_EXPORTER_OTLP_ENDPOINT") or _setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+                log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but OTEL_TRACES_EXPORTER is not: tracing is off "
+                            "(set OTEL_TRACES_EXPORTER=otlp to turn it on)")
             return
-        if TracerProvider is None:
+        sdk = _optional("opentelemetry.sdk.trace")
+        if sdk is None:
             log.warning("OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK is not installed; tracing is off "
                         "(pip install herald-webhooks[otel])")
             return
         exporters = [exporter for exporter in map(_exporter, names) if exporter is not None]
         if not exporters:
             return
+        export = import_module("opentelemetry.sdk.trace.export")
+        resources = import_module("opentelemetry.sdk.resources")
         service = _setting("OTEL_SERVICE_NAME") or "herald"
-        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        provider = sdk.TracerProvider(resource=resources.Resource.create({"service.name": service}))
         for exporter in exporters:
-            provider.add_span_processor(BatchSpanProcessor(exporter))
+            provider.add_span_processor(export.BatchSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
         _start(trace.get_tracer_provider())
         log.info("tracing on: exporting to %s as service %r", ", ".join(names), service)
@@ -93,27 +144,28 @@ def configure() -> None:
 
 def _exporter(name: str):
     if name == "console":
-        return ConsoleSpanExporter()
+        return import_module("opentelemetry.sdk.trace.export").ConsoleSpanExporter()
     if name != "otlp":
         log.warning("OTEL_TRACES_EXPORTER=%s: Herald knows otlp and console; %s is left out", name, name)
         return None
     protocol = _setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _setting("OTEL_EXPORTER_OTLP_PROTOCOL")
-    if protocol == "grpc":
-        if GrpcExporter is None:
-            log.warning("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs opentelemetry-exporter-otlp-proto-grpc; tracing "
-                        "is off (or use http/protobuf, which herald-webhooks[otel] installs)")
-            return None
-        return GrpcExporter()
-    if HttpExporter is None:
+    if protocol not in ("", "http/protobuf"):
+        # gRPC channels do not survive gunicorn's fork of its workers after the app is loaded; OTLP/JSON is not
+        # in the Python exporter. Collectors take OTLP/HTTP with protobuf on port 4318.
+        log.warning("OTEL_EXPORTER_OTLP_PROTOCOL=%s: Herald exports OTLP over HTTP with protobuf "
+                    "(http/protobuf); tracing is off", protocol)
+        return None
+    otlp = _optional("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    if otlp is None:
         log.warning("OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http; tracing is off "
                     "(pip install herald-webhooks[otel])")
         return None
-    return HttpExporter()
+    return otlp.OTLPSpanExporter()
 
 
 def _start(provider) -> None:
     _state["tracer"] = provider.get_tracer("herald", VERSION)
-    _state["propagator"] = TraceContextTextMapPropagator()
+    _state["propagator"] = _propagation.TraceContextTextMapPropagator()
 
 
 def stop() -> None:
@@ -129,6 +181,7 @@ def _context(traceparent: str | None):
     return context if trace.get_current_span(context).get_span_context().is_valid else None
 
 
+@failure_safe(default="")
 def traceparent(span) -> str:
     """The W3C `traceparent` naming `span` ("" for none, or when tracing is off)."""
     if span is None:
@@ -139,11 +192,16 @@ def traceparent(span) -> str:
     return f"00-{found.trace_id:032x}-{found.span_id:016x}-{int(found.trace_flags):02x}"
 
 
+@failure_safe()
 def trace_id(span) -> str | None:
     """The span's trace id as log lines and trace backends show it."""
     if span is None or not span.get_span_context().is_valid:
         return None
     return f"{span.get_span_context().trace_id:032x}"
+
+
+def _kept(attributes: dict) -> dict:
+    return {key: value for key, value in attributes.items() if value is not None}
 
 
 def publishing(topic_name: str, count: int, attributes: dict):
@@ -152,12 +210,14 @@ def publishing(topic_name: str, count: int, attributes: dict):
     tracer = _state["tracer"]
     if tracer is None:
         return nullcontext()
-    return tracer.start_as_current_span("herald publish", kind=SpanKind.PRODUCER, attributes={
-        "messaging.system": "herald", "messaging.operation.type": "send", "messaging.destination.name": topic_name,
-        "messaging.batch.message_count": count,
-        **{key: value for key, value in attributes.items() if value is not None}})
+    return _Contained(lambda: tracer.start_as_current_span(
+        "herald publish", kind=trace.SpanKind.PRODUCER, record_exception=False, attributes=_kept({
+            "messaging.system": "herald", "messaging.operation.type": "send",
+            "messaging.destination.name": topic_name, "messaging.batch.message_count": count, **attributes})),
+        "publishing")
 
 
+@failure_safe(default="")
 def current_traceparent() -> str:
     """The `traceparent` of the current span ("" when tracing is off or no span is current)."""
     if _state["tracer"] is None:
@@ -165,23 +225,26 @@ def current_traceparent() -> str:
     return traceparent(trace.get_current_span())
 
 
-@contextmanager
-def _joined(context):
-    token = otel_context.attach(context)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+class _Attached:
+    def __init__(self, context):
+        self.context, self.token = context, None
+
+    def __enter__(self):
+        self.token = otel_context.attach(self.context)
+
+    def __exit__(self, *exc):
+        otel_context.detach(self.token)
+        return False
 
 
 def joined(received: str | None):
     """While it lasts, the `traceparent` a caller sent (a REST request's header) is the current context, so a
     publish made meanwhile continues the caller's trace; unless a span is current already (a host project's
     Django instrumentation made one for the request, from the same header)."""
-    if _state["tracer"] is None or not received or trace.get_current_span().get_span_context().is_valid:
+    if _state["tracer"] is None or not received:
         return nullcontext()
-    context = _context(received)
-    return _joined(context) if context is not None else nullcontext()
+    return _Contained(lambda: nullcontext() if trace.get_current_span().get_span_context().is_valid or (
+        context := _context(received)) is None else _Attached(context), "joined")
 
 
 def child(name: str, attributes: dict, *, stored: str | None = None):
@@ -190,10 +253,12 @@ def child(name: str, attributes: dict, *, stored: str | None = None):
     tracer = _state["tracer"]
     if tracer is None:
         return nullcontext()
-    return tracer.start_as_current_span(name, context=_context(stored) if stored else None, attributes={
-        key: value for key, value in attributes.items() if value is not None})
+    return _Contained(lambda: tracer.start_as_current_span(
+        name, context=_context(stored) if stored else None, record_exception=False, attributes=_kept(attributes)),
+        name)
 
 
+@failure_safe()
 def started(name: str, stored: str, attributes: dict, *, start_time: int | None = None, linked: str = ""):
     """A client span whose parent is the stored `traceparent` (a root if there is none), started now or at
     `start_time` (ns), linked to the span `linked` names; the caller ends it (`ended`). None when tracing is off."""
@@ -201,21 +266,34 @@ def started(name: str, stored: str, attributes: dict, *, start_time: int | None 
     if tracer is None:
         return None
     link = _context(linked) if linked else None
-    links = [Link(trace.get_current_span(link).get_span_context())] if link is not None else None
+    links = [trace.Link(trace.get_current_span(link).get_span_context())] if link is not None else None
     parent = _context(stored)
     return tracer.start_span(name, context=parent if parent is not None else otel_context.Context(),
-                             kind=SpanKind.CLIENT,
-                             start_time=start_time, links=links,
-                             attributes={key: value for key, value in attributes.items() if value is not None})
+                             kind=trace.SpanKind.CLIENT, start_time=start_time, links=links,
+                             attributes=_kept(attributes))
 
 
-def ended(span, attributes: dict, *, error: str | None = None, events: tuple = (), end_time: int | None = None):
-    """End a span from `started` with what became of it; `error`, the error's class: the span's status is ERROR."""
-    if span is None:
+@failure_safe()
+def ended(span, attributes: dict, *, error: str | None = None, events: tuple = (), end_time: int | None = None,
+          name: str | None = None) -> None:
+    """End a span from `started` with what became of it (a span ended already is left as it is); `error`, the
+    error's class: the span's status is ERROR; `name`: the span's name, if it turned out to be another thing."""
+    if span is None or not span.is_recording():
         return
-    span.set_attributes({key: value for key, value in attributes.items() if value is not None})
-    for name, moment in events:
-        span.add_event(name, timestamp=moment)
+    if name:
+        span.update_name(name)
+    span.set_attributes(_kept(attributes))
+    for event, moment in events:
+        span.add_event(event, timestamp=moment)
     if error:
-        span.set_status(Status(StatusCode.ERROR, error))
+        span.set_status(trace.Status(trace.StatusCode.ERROR, error))
     span.end(end_time=end_time)
+
+
+def quiet_http():
+    """While it lasts, OpenTelemetry's HTTP client instrumentation (aiohttp, requests), if a host project runs
+    it, makes no span and injects no header of its own: Herald's sends carry Herald's attempt span, and the
+    header a subscription turned off stays off."""
+    if _state["tracer"] is None or _instrumentation is None:
+        return nullcontext()
+    return _Contained(_instrumentation.suppress_http_instrumentation, "quiet_http")

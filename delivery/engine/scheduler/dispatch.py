@@ -25,7 +25,7 @@ from delivery.engine.intake.fanout import requeue_lost_fan_outs
 from delivery.engine.plumbing import clock, counters
 from delivery.engine.plumbing.queues import DELIVERIES, RETRIES, want_pump
 from delivery.engine.plumbing.wakeup import WAKE_KEY, redis
-from delivery.engine.sending import journal, recording
+from delivery.engine.sending import journal, recording, spans
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import lifecycle, transitions
 from delivery.engine.state.effective import subscription_policy, subscription_policy_or_default
@@ -85,6 +85,7 @@ def release_expired_leases(now=None) -> int:
         counters.add_after_commit(Counter(counters.field("attempts", a.outcome, a.error_class or "", a.queue)
                                           for a in attempts))
     if expired:
+        spans.lost(attempts, {delivery.id: delivery for delivery in expired})
         log.warning("%d deliveries were left in flight by a worker that stopped; their tries are counted",
                     len(expired))
     return len(expired) + recovered

@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError, connection
 
 from delivery.conf import herald
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock
+from delivery.engine.plumbing import clock, tracing
 from delivery.engine.sending import journal, outgoing, recording, spans, throttle
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import health, transitions
@@ -154,8 +154,9 @@ def start_sends(claimed: list[Delivery], label: str | None, now, *, start_by=Non
             deadline = deadlines.get(leader.id, start_by)
             if start_by is not None and deadline is not None:
                 deadline = min(deadline, start_by)
-            sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id,
-                          share=(leader.owner_id, leader.tenant_id or 0), start_by=deadline)
+            with tracing.quiet_http():  # a host's HTTP instrumentation adds no span or header of its own
+                sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id,
+                              share=(leader.owner_id, leader.tenant_id or 0), start_by=deadline)
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for n, (future, (delivery, policy), number) in enumerate(zip(members, unit, numbers, strict=True)):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)

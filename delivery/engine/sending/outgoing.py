@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 def extra_headers(subscription: Subscription, attributes: dict) -> tuple[dict, frozenset]:
     """The subscription's delivery headers for a message with `attributes` (secret values decrypted), and the
     names of the secret ones. A secret no key decrypts fails the try inside Herald, saying so."""
-    stored = subscription.delivery_headers or []
+    stored = [header for header in subscription.delivery_headers or []
+              if header["name"].lower() not in delivery_headers.TRACE_HEADERS]  # stored before they were reserved
     if not stored:
         return {}, frozenset()
     plain = [{**header, "value": decrypt(header["value"])} if header.get("secret") else header for header in stored]

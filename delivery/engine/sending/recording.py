@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from django.db import DatabaseError, transaction
 
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock, counters
+from delivery.engine.plumbing import clock, counters, tracing
 from delivery.engine.sending import spans
 from delivery.engine.state import announce, health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
@@ -157,8 +157,8 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
-    spans.ended(tries, attempts, written)
-    log_attempts([t for t in tries if t.delivery.id in written], changes)
+    traced = spans.ended(tries, attempts, written)
+    log_attempts([t for t in tries if t.delivery.id in written], changes, traced)
     count_attempts([t for t in tries if t.delivery.id in written], attempts, changes, now)
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
 
@@ -203,7 +203,7 @@ def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict],
         log.exception("the operators' counters of %d attempts could not be added", len(tries))
 
 
-def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
+def log_attempts(tries: list[Tried], changes: dict[int, dict], traced: dict | None = None) -> None:
     """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
     endpoint's host only: a URL's path or query may carry a token), what came back, how long it took, what
     happens next and, when tracing is on, the trace. With the JSON formatter (delivery/logformat.py) the fields
@@ -218,7 +218,8 @@ def log_attempts(tries: list[Tried], changes: dict[int, dict]) -> None:
                   "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
                   "queue": tried.queue, "outcome": "succeeded" if result.ok else "failed", "status": result.status,
                   "error": result.error_class or None, "duration_ms": result.duration_ms,
-                  "next": what_next(changes[delivery.id]), "trace_id": spans.trace_id(tried)}
+                  "next": what_next(changes[delivery.id]),
+                  "trace_id": tracing.trace_id((traced or {}).get(delivery.id))}
         attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
                          extra={"herald": fields})
 

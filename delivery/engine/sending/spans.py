@@ -6,7 +6,10 @@ it. Its parent is the publish's span, stored with the message: a retry hours lat
 redrive is still part of the publish's trace. A replay is another matter: someone asked for it, days later
 perhaps, so its tries start a trace of their own, linked to the publish's span (as a parent, the publish would
 seem to have caused them). The endpoint receives the attempt span's `traceparent` (unless its subscription turned
-`send_trace_context` off); a batch's request carries its first event's.
+`send_trace_context` off); a batch's request carries its first event's. A try whose worker stopped before it was
+recorded is recorded by the scheduler, with a span of its own (`lost`).
+
+Like the rest of tracing, nothing here raises: a failure leaves the try untraced (tracing.failure_safe).
 """
 
 from dataclasses import replace
@@ -17,6 +20,7 @@ from delivery.engine.state import announce
 from delivery.models import Delivery
 
 SPAN_NAME = "herald attempt"
+NOT_SENT_NAME = "herald send not started"
 
 
 def _attributes(delivery: Delivery, number: int) -> dict:
@@ -26,19 +30,20 @@ def _attributes(delivery: Delivery, number: int) -> dict:
         "server.address": urlsplit(delivery.endpoint.url).hostname, "http.request.method": "POST"}
 
 
+def _start(delivery: Delivery, number: int, start_time: int | None = None):
+    stored = delivery.message.trace_parent
+    if delivery.replay_id is None:
+        return tracing.started(SPAN_NAME, stored, _attributes(delivery, number), start_time=start_time)
+    return tracing.started(SPAN_NAME, "", _attributes(delivery, number), start_time=start_time, linked=stored)
+
+
+@tracing.failure_safe()
 def started(unit: list, numbers: list[int]) -> list | None:
     """A started span for each delivery of a request (`unit`: (delivery, policy) pairs); None when tracing is
     off."""
     if not tracing.on():
         return None
-    spans = []
-    for (delivery, _), number in zip(unit, numbers, strict=True):
-        stored = delivery.message.trace_parent
-        if delivery.replay_id is None:
-            spans.append(tracing.started(SPAN_NAME, stored, _attributes(delivery, number)))
-        else:
-            spans.append(tracing.started(SPAN_NAME, "", _attributes(delivery, number), linked=stored))
-    return spans
+    return [_start(delivery, number) for (delivery, _), number in zip(unit, numbers, strict=True)]
 
 
 def carried(request, span, subscription):
@@ -49,16 +54,16 @@ def carried(request, span, subscription):
     return replace(request, headers={**request.headers, "traceparent": header})
 
 
-def ended(tries: list, attempts: dict, written: set[int]) -> None:
-    """End each try's span with its outcome (a try that failed inside Herald before sending, which had none, gets
-    one now)."""
+@tracing.failure_safe(default={})
+def ended(tries: list, attempts: dict, written: set[int]) -> dict:
+    """End each try's span with its outcome (a try that failed inside Herald before sending, or whose answer came
+    from the journal, has none yet: it gets one now). Returns {delivery id: span}, for the log lines."""
     if not tracing.on():
-        return
+        return {}
+    spans = {}
     for tried in tries:
         delivery, result = tried.delivery, tried.result
-        span = tried.span or tracing.started(SPAN_NAME, delivery.message.trace_parent if delivery.replay_id is None
-                                             else "", _attributes(delivery, tried.number),
-                                             start_time=int(result.started_at * 1e9))
+        span = tried.span or _start(delivery, tried.number, int(result.started_at * 1e9))
         attempt = attempts.get(delivery.id)
         finished = result.started_at + result.duration_ms / 1000
         tracing.ended(span, {
@@ -67,12 +72,25 @@ def ended(tries: list, attempts: dict, written: set[int]) -> None:
             "error.type": result.error_class or None}, error=None if result.ok else (result.error_class or "failed"),
             events=(("request sent", int(result.started_at * 1e9)),) if tried.request is not None else (),
             end_time=int(finished * 1e9))
+        spans[delivery.id] = span
+    return spans
 
 
+@tracing.failure_safe()
+def lost(attempts: list, deliveries: dict[int, Delivery]) -> None:
+    """Spans for tries whose worker stopped before recording them (`lease_expired` attempts, made by the
+    scheduler): the request may have reached the endpoint, under the span the worker started and never ended."""
+    if not tracing.on():
+        return
+    for attempt in attempts:
+        delivery = deliveries[attempt.delivery_id]
+        span = _start(delivery, attempt.number, int(attempt.started_at.timestamp() * 1e9))
+        tracing.ended(span, {"herald.queue": attempt.queue, "herald.outcome": attempt.outcome,
+                             "herald.recorded": True, "error.type": attempt.error_class},
+                      error=attempt.error_class)
+
+
+@tracing.failure_safe()
 def not_sent(span) -> None:
     """A request the endpoint's send slots never let start: not an attempt; it is due again shortly."""
-    tracing.ended(span, {"herald.outcome": "not_sent"})
-
-
-def trace_id(tried) -> str | None:
-    return tracing.trace_id(tried.span)
+    tracing.ended(span, {"herald.outcome": "not_sent"}, name=NOT_SENT_NAME)
