@@ -744,10 +744,14 @@ def chart(rows: list[dict], path: str) -> None:
     Path(path).write_text("\n".join(parts) + "\n")
 
 
+ROUNDS = 3
+
+
 def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
     """Without the OpenTelemetry packages, with them and tracing off, and tracing on (OTLP over HTTP to a sink on
-    this machine that answers at once, every span sampled), in alternating rounds, the better round of each kept:
-    REST publish (workers stopped) and a drain by 2 workers, each with the CPU it cost per 1,000."""
+    this machine that answers at once, every span sampled), in ROUNDS alternating rounds, the median of each
+    reported (its rounds beside): REST publish (workers stopped) and a drain by 2 workers, each with the CPU it
+    cost per 1,000."""
     scale = 0.3 if quick else 1.0
     rows: list[dict] = []
     row = reporter(rows)
@@ -761,40 +765,49 @@ def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
              "off": {}, "on": {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SERVICE_NAME": "herald-bench",
                                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}"}}
     publishes, drained = int(3000 * scale), int(10000 * scale)
-    best: dict[str, dict] = {mode: {} for mode in modes}
-    for mode in list(modes) * 2:
+    rounds: dict[str, dict[str, list]] = {mode: {"publish": [], "drain": []} for mode in modes}
+    for mode in list(modes) * ROUNDS:
         bench.restart_web(**modes[mode])
         topic = bench.reset({"fast": 1})
         bench.publish_many(topic, 50)  # gunicorn's workers warm
         before = bench.cpu()
         rate, latencies = bench.publish_many(topic, publishes)
-        cpu = spent(before, bench.cpu())
-        if rate > best[mode].get("publish", (0,))[0]:
-            best[mode]["publish"] = (rate, pct(latencies, 0.5), pct(latencies, 0.99), cpu)
+        rounds[mode]["publish"].append((rate, pct(latencies, 0.5), pct(latencies, 0.99), spent(before, bench.cpu())))
         topic = bench.reset({"fast": 1})
         bench.publish_many(topic, drained, batch=100)
         bench.start_engine()
         cpu = {}
         seconds = bench.wait_delivered(drained, cpu=cpu)
         bench.stop_engine()
-        if drained / seconds > best[mode].get("drain", (0,))[0]:
-            best[mode]["drain"] = (drained / seconds, cpu)
+        rounds[mode]["drain"].append((drained / seconds, cpu))
     exported = int(requests.get(f"http://127.0.0.1:{sink_port}/count", timeout=10).text)
     bench.restart_web()
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    def typical(kind: str, mode: str) -> tuple[float, dict[str, float]]:
+        """The median rate of a mode's rounds, and the median CPU of each process kind."""
+        found = rounds[mode][kind]
+        cpu = {name: median([entry[-1][name] for entry in found]) for name in found[0][-1]}
+        return median([entry[0] for entry in found]), cpu
+
     beside = {"absent": None, "off": "absent", "on": "off"}  # each mode against the one before it
     names = {"absent": "the extra not installed", "off": "tracing off", "on": "tracing on"}
     for mode in modes:
-        rate, p50, p99, cpu = best[mode]["publish"]
-        ceiling = best[beside[mode]]["publish"][0] if beside[mode] else None
+        rate, cpu = typical("publish", mode)
+        ceiling = typical("publish", beside[mode])[0] if beside[mode] else None
         row(f"{names[mode]}: publish via REST, 8 threads", rate, "msgs/s", ceiling,
-            names[beside[mode]] if ceiling else "", p50_ms=round(p50, 1), p99_ms=round(p99, 1),
-            **per_thousand(cpu, publishes))
+            names[beside[mode]] if ceiling else "", rounds=[round(entry[0], 1) for entry in rounds[mode]["publish"]],
+            p50_ms=round(median([entry[1] for entry in rounds[mode]["publish"]]), 1),
+            p99_ms=round(median([entry[2] for entry in rounds[mode]["publish"]]), 1), **per_thousand(cpu, publishes))
         print(cpu_line(cpu, publishes, "publishes"))
     for mode in modes:
-        rate, cpu = best[mode]["drain"]
-        ceiling = best[beside[mode]]["drain"][0] if beside[mode] else None
+        rate, cpu = typical("drain", mode)
+        ceiling = typical("drain", beside[mode])[0] if beside[mode] else None
         row(f"{names[mode]}: drain {drained} deliveries, 2 workers", rate, "deliveries/s", ceiling,
-            names[beside[mode]] if ceiling else "", **per_thousand(cpu, drained))
+            names[beside[mode]] if ceiling else "", rounds=[round(entry[0], 1) for entry in rounds[mode]["drain"]],
+            **per_thousand(cpu, drained))
         print(cpu_line(cpu, drained, "deliveries"))
     print(f"{'':<52}{exported} OTLP export requests received by the sink")
     if not exported:
