@@ -721,6 +721,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     rows += noisy_neighbour(bench, quick)
     rows += slow_neighbours(bench, quick)
     rows += silent_tenant(bench, quick)
+    rows += tracing_cost(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
