@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rq import SimpleWorker
 
+from delivery.engine.plumbing import counters
 from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery
 from tests import fence
@@ -50,8 +51,10 @@ def socket_fence(request):
 @pytest.fixture
 def redis_conn():
     connection = django_rq.get_connection("deliveries")
+    counters.discard()  # what earlier tests counted in this process is not this test's
     connection.flushdb()
     yield connection
+    counters.discard()
     connection.flushdb()
 
 

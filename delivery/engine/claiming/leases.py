@@ -94,11 +94,12 @@ def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str
         claimed = sorted(claimed + _lease(list(at), now, lease, at=list(at.values())), key=lambda d: d.id)
         if not claimed:
             return []
-        messages = Message.objects.select_related("topic").in_bulk({d.message_id for d in claimed})
+        messages = Message.objects.in_bulk({d.message_id for d in claimed})
         endpoints = Endpoint.objects.in_bulk({d.endpoint_id for d in claimed})
     for delivery in claimed:
         delivery.message, delivery.endpoint = messages[delivery.message_id], endpoints[delivery.endpoint_id]
         delivery.subscription = subscriptions[delivery.subscription_id]
+        delivery.message.topic = delivery.subscription.topic  # a delivery's subscription is of its message's topic
     return claimed
 
 
@@ -157,14 +158,14 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     names = sorted({name for changes in updates.values() for name in changes})
     fields = [Delivery._meta.get_field(name) for name in names]
     by_id = {d.id: d for d in claimed}
-    rows, params = [], []
+    row = "(" + ", ".join(["%s::bigint", "%s::timestamptz"] + [f"%s::{f.db_type(connection)}" for f in fields]) + ")"
+    params = []
     for delivery_id, changes in updates.items():
         current = by_id[delivery_id]
         values = [changes[f.name] if f.name in changes else getattr(current, f.attname) for f in fields]
-        rows.append("(" + ", ".join(["%s::bigint", "%s::timestamptz"] + [f"%s::{f.db_type(connection)}"
-                                                                           for f in fields]) + ")")
         params += [delivery_id, leases[delivery_id]] + [f.get_db_prep_save(v, connection)
                                                         for f, v in zip(fields, values, strict=True)]
+    rows = [row] * len(updates)
     table = Delivery._meta.db_table
     assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
     columns = ", ".join(["id", "lease"] + [f.column for f in fields])

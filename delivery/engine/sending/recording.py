@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from delivery.engine.claiming import leases
 from delivery.engine.plumbing import clock, counters, tracing
@@ -153,7 +153,7 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         with transaction.atomic():
             written = write_back_and_settle(claimed, updates)
             Exchange.objects.bulk_create(exchanges)
-            Attempt.objects.bulk_create([attempt for key, attempt in attempts.items() if key in written])
+            store_attempts([attempt for key, attempt in attempts.items() if key in written])
     except DatabaseError as exc:
         log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
         written = record_one_by_one(claimed, updates, attempts)
@@ -161,6 +161,27 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     log_attempts([t for t in tries if t.delivery.id in written], changes, traced)
     count_attempts([t for t in tries if t.delivery.id in written], attempts, changes, now)
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
+
+
+COPIED = [field for field in Attempt._meta.concrete_fields if not field.primary_key]
+
+
+def store_attempts(rows: list[Attempt]) -> None:
+    """Insert attempt rows: one COPY on PostgreSQL, whose rows psycopg writes in C (a bulk INSERT had each value
+    quoted into the statement in Python, a tenth of a worker's time on a fast drain); else `bulk_create`. Inside
+    the caller's transaction; a failure is Django's DatabaseError, as an INSERT's would be."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        Attempt.objects.bulk_create(rows)
+        return
+    columns = ", ".join(field.column for field in COPIED)
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
+            for attempt in rows:
+                attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
+                copy.write_row([field.get_db_prep_save(getattr(attempt, field.attname), connection)
+                                for field in COPIED])
 
 
 def write_back_and_settle(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
