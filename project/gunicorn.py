@@ -16,7 +16,7 @@ django.setup()
 
 from django.db import connections  # noqa: E402
 
-from delivery.engine.plumbing import availability  # noqa: E402
+from delivery.engine.plumbing import availability, counters  # noqa: E402
 
 
 def on_starting(server):
@@ -29,3 +29,7 @@ def on_starting(server):
         connections.close_all()  # the workers are forked from here: none may inherit a connection
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def post_fork(server, worker):
+    counters.buffer()  # each web worker adds its operators' counters to Redis once a second, not two per publish

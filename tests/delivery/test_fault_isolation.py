@@ -22,8 +22,9 @@ from delivery.engine.sending import attempts, jobs, journal, outgoing, recording
 from delivery.engine.state import transitions
 from delivery.engine.state.effective import subscription_policy
 from delivery.management import localredis
-from delivery.models import Attempt, Delivery
+from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules.storable import TRUNCATED_HEADER
+from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import SendResult
 from subscriptions.models import Endpoint
 from tests.conftest import FAST, publish, subscribe, wait_until
@@ -110,6 +111,30 @@ def test_a_batch_that_cannot_be_recorded_together_is_recorded_row_by_row(three):
     assert by_delivery[bad.id].error_class == "unrecordable" and by_delivery[bad.id].response_headers == {}
     assert by_delivery[bad.id].response_status == 200 and by_delivery[bad.id].outcome == "success"
     assert [by_delivery[d.id].response_headers for d in claimed if d is not bad] == [{"X-Fine": "yes"}] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_requests_shared_answer_survives_the_row_by_row_recording(three):
+    """Two deliveries answered by one request (a batch) share one stored exchange; when their group cannot be
+    recorded together, each is written alone and the exchange is stored anew, not under the id the rolled-back
+    group gave it."""
+    claimed = leases.claim(three, timezone.now())
+    request = OutgoingRequest(url="http://127.0.0.1:9/hook", body=b"[1,2]", headers={"Content-Type": "x"})
+    tries = []
+    for n, delivery in enumerate(claimed):
+        bad = n == 2
+        result = SendResult(status=200, duration_ms=5, started_at=time.time(),
+                            headers={"X-Nul": "a\x00b"} if bad else {"X-Batch": "yes"}, body_excerpt="ok")
+        tries.append(recording.Tried(delivery, subscription_policy(delivery.subscription), 1,
+                                     None if bad else request, result, "deliveries"))
+
+    recording.record(claimed, tries, {}, set())
+
+    together = [Attempt.objects.get(delivery_id=d.id) for d in claimed[:2]]
+    assert [a.error_class for a in together] == ["", ""]  # stored with the answer, not stripped
+    assert together[0].exchange_id == together[1].exchange_id is not None
+    assert Exchange.objects.get().response_headers == {"X-Batch": "yes"}
+    assert Attempt.objects.get(delivery_id=claimed[2].id).error_class == "unrecordable"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,10 +2,11 @@
 
 Prometheus needs counters that never decrease (`rate()`), and histograms. Herald's processes are many (web, any
 number of workers, the scheduler) on any number of hosts, so an in-process counter would each hold a slice, and
-PostgreSQL's rows cannot count what retention already deleted. So each process tallies what it did (after its
-commit: a change that rolled back is not counted) and adds the tally to a Redis hash once a second, and the scrape
-reads the hash (delivery/web/prometheus.py). A lost Redis resets them, which Prometheus reads as a counter
-reset, as it does a restart. Adding never fails the caller: a Redis error is logged and the tally waits.
+PostgreSQL's rows cannot count what retention already deleted. So each process adds what it did to a Redis hash
+(after its commit: a change that rolled back is not counted), Herald's own long-running processes as a tally once
+a second (`buffer`), and the scrape reads the hash (delivery/web/prometheus.py). A lost Redis resets them, which
+Prometheus reads as a counter reset, as it does a restart. Adding never fails the caller: a Redis error is logged
+and those counts are lost.
 
 Labels are bounded: outcome, error class, queue, status. Never a tenant or an owner (the scrape's per-owner gauges
 come from PostgreSQL; per-tenant figures answer through the API). Histograms keep non-cumulative bucket counts;
@@ -17,7 +18,6 @@ import bisect
 import logging
 import os
 import threading
-import time
 from collections import Counter
 
 from redis.exceptions import RedisError
@@ -43,16 +43,35 @@ def field(name: str, *labels: str) -> str:
 _pending = {"counters": Counter(), "buckets": Counter(), "sums": Counter()}
 _lock = threading.Lock()  # the tally
 _flushing = threading.Lock()  # one flush at a time, whole
-_flusher = {"pid": None}
+_state = {"buffering": False, "flusher": None, "failing": False}
+_wake = threading.Event()
 FLUSH_SECONDS = 1.0
+WAIT_FOR_A_FLUSH_SECONDS = 2.0  # a scrape or the exit waits no longer for the flusher's write
+
+
+def buffer() -> None:
+    """Tally this process's counts and add them to Redis once every FLUSH_SECONDS (and at exit), in one pipeline,
+    instead of one pipeline per recorded batch and two per publish. Herald's own long-running processes ask for it
+    (the worker, the scheduler, gunicorn's workers); elsewhere (a host project's web, a job runner that ends its
+    processes with os._exit) every count goes to Redis as it is made. A process killed outright loses its last
+    second's counts."""
+    with _lock:
+        _state["buffering"] = True
+        if _state["flusher"] is None:
+            thread = threading.Thread(target=_flush_forever, name="herald-counters", daemon=True)
+            thread.start()
+            _state["flusher"] = thread
+
+
+def unbuffer() -> None:
+    """Every count to Redis as it is made again (tests), the tally added first."""
+    _state["buffering"] = False
+    flush()
 
 
 def add(counts: Counter | dict, observed: dict[str, list[float]] | None = None) -> None:
-    """Add `counts` ({field(name, *labels): n}) and `observed` values ({histogram name: [seconds]}): to this
-    process's tally, which a thread of its own adds to Redis every FLUSH_SECONDS in one pipeline (and at exit).
-    A pipeline per recorded batch and two per publish cost a worker and the web a round trip each; this costs one
-    a second, whatever the traffic. A process killed outright loses its last second's counts; while Redis is away
-    the tally waits (its keys are the bounded label sets, so it does not grow with the traffic)."""
+    """Add `counts` ({field(name, *labels): n}) and `observed` values ({histogram name: [seconds]}): now, or to
+    this process's tally when it buffers (`buffer`)."""
     buckets: Counter = Counter()
     sums: Counter = Counter()
     for name, values in (observed or {}).items():
@@ -65,32 +84,34 @@ def add(counts: Counter | dict, observed: dict[str, list[float]] | None = None) 
     counted = {key: n for key, n in counts.items() if n}
     if not counted and not buckets:
         return
+    if not _state["buffering"]:
+        _write({"counters": counted, "buckets": buckets, "sums": sums})
+        return
     with _lock:
         _pending["counters"].update(counted)
         _pending["buckets"].update(buckets)
         _pending["sums"].update(sums)
-    if _flusher["pid"] != os.getpid():  # first count of this process (or of a forked child: threads do not fork)
-        _start_flusher()
-
-
-def _start_flusher() -> None:
-    with _lock:
-        if _flusher["pid"] == os.getpid():
-            return
-        _flusher["pid"] = os.getpid()
-    threading.Thread(target=_flush_forever, name="herald-counters", daemon=True).start()
 
 
 def _flush_forever() -> None:
-    while True:
-        time.sleep(FLUSH_SECONDS)
+    while not _wake.wait(FLUSH_SECONDS):  # an Event's own wait: nobody's patched time.sleep reaches this loop
         flush()
 
 
-def flush() -> None:
-    """Add this process's tally to Redis now; what Redis does not take stays for the next flush. Never raises."""
-    with _flushing:
-        _flush()
+def flush(timeout: float | None = None) -> None:
+    """Add this process's tally to Redis now (waiting at most `timeout` seconds for a flush under way, else
+    skipping). Never raises."""
+    if not _flushing.acquire(timeout=-1 if timeout is None else timeout):
+        return
+    try:
+        with _lock:
+            taken = {kind: tally for kind, tally in _pending.items() if tally}
+            for kind in taken:
+                _pending[kind] = Counter()
+        if taken:
+            _write(taken)
+    finally:
+        _flushing.release()
 
 
 def discard() -> None:
@@ -100,13 +121,11 @@ def discard() -> None:
             _pending[kind] = Counter()
 
 
-def _flush() -> None:
-    with _lock:
-        taken = {kind: tally for kind, tally in _pending.items() if tally}
-        for kind in taken:
-            _pending[kind] = Counter()
-    if not taken:
-        return
+def _write(taken: dict) -> None:
+    """One pipeline. A failure loses these counts: the commands may have been applied (a pipeline without a
+    transaction applies the commands around a failing one; a connection lost after sending says nothing), and
+    adding them again could count them twice, where a counter that misses a second's counts only under-counts.
+    Said once per outage; never raises."""
     try:
         pipe = redis_link.connection().pipeline(transaction=False)
         for key, n in taken.get("counters", {}).items():
@@ -116,17 +135,31 @@ def _flush() -> None:
         for key, total in taken.get("sums", {}).items():
             pipe.hincrbyfloat(HISTOGRAMS, key, total)
         pipe.execute()
-    except Exception as exc:  # never into anyone's work; kept for the next flush
-        with _lock:
-            for kind, tally in taken.items():
-                _pending[kind].update(tally)
-        if isinstance(exc, RedisError):
-            log.info("operator counters not added yet (Redis: %s); they are kept for the next try", exc)
-        else:
-            log.exception("operator counters not added yet")
+        if _state["failing"]:
+            _state["failing"] = False
+            log.info("operator counters are added to Redis again")
+    except Exception as exc:  # never into anyone's work
+        if not _state["failing"]:
+            _state["failing"] = True
+            if isinstance(exc, RedisError):
+                log.info("operator counters not updated (Redis: %s); the figures miss what is counted meanwhile",
+                         exc)
+            else:
+                log.exception("operator counters not updated")
 
 
-atexit.register(flush)
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks (one may have been held by a thread that did not fork), an empty
+    tally (the parent still holds and adds its own) and no flusher: it buffers only if it asks again."""
+    global _lock, _flushing
+    _lock, _flushing = threading.Lock(), threading.Lock()
+    for kind in _pending:
+        _pending[kind] = Counter()
+    _state.update(buffering=False, flusher=None)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(flush, WAIT_FOR_A_FLUSH_SECONDS)
 
 
 def add_after_commit(counts: Counter | dict, observed: dict[str, list[float]] | None = None) -> None:
@@ -138,7 +171,7 @@ def add_after_commit(counts: Counter | dict, observed: dict[str, list[float]] | 
 def read() -> tuple[dict[tuple, int], dict[str, dict]]:
     """(counters {(name, *labels): n}, histograms {name: {"buckets": [(le, cumulative)], "sum"}}), this process's
     tally added first; raises RedisError when Redis cannot be read (the scrape leaves the series out)."""
-    flush()
+    flush(WAIT_FOR_A_FLUSH_SECONDS)
     connection = redis_link.connection()
     raw_counters = connection.hgetall(COUNTERS)
     raw_histograms = connection.hgetall(HISTOGRAMS)

@@ -155,7 +155,11 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
             Exchange.objects.bulk_create(exchanges)
             store_attempts([attempt for key, attempt in attempts.items() if key in written])
     except DatabaseError as exc:
-        log.warning("recording %d deliveries together failed (%s); recording them one by one", len(updates), exc)
+        # the error's first line only: a COPY's context quotes the row's values, which may be a receiver's answer
+        log.warning("recording %d deliveries together failed (%s: %s); recording them one by one", len(updates),
+                    type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
+        for exchange in exchanges:  # their ids were the rolled-back transaction's: each is stored anew
+            exchange.pk, exchange._state.adding = None, True
         written = record_one_by_one(claimed, updates, attempts)
     traced = spans.ended(tries, attempts, written)
     log_attempts([t for t in tries if t.delivery.id in written], changes, traced)
@@ -163,19 +167,23 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
     record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
 
 
+# Every column an attempt's INSERT would write. COPY writes what it is given: no column may need Django to make its
+# value (a db_default, a generated column, auto_now), which tests/delivery/engine/sending/test_recording.py checks.
 COPIED = [field for field in Attempt._meta.concrete_fields if not field.primary_key]
 
 
 def store_attempts(rows: list[Attempt]) -> None:
-    """Insert attempt rows: one COPY on PostgreSQL, whose rows psycopg writes in C (a bulk INSERT had each value
-    quoted into the statement in Python, a tenth of a worker's time on a fast drain); else `bulk_create`. Inside
-    the caller's transaction; a failure is Django's DatabaseError, as an INSERT's would be."""
+    """Insert attempt rows: one COPY on PostgreSQL with psycopg 3, whose rows psycopg writes in C (a bulk INSERT
+    had each value quoted into the statement in Python, a tenth of a worker's time on a fast drain); else
+    `bulk_create`. Inside the caller's transaction; a failure is Django's DatabaseError, as an INSERT's would be.
+    (Unlike an INSERT, a COPY does not pass Django's execute wrappers: query counters and DB instrumentation built
+    on them do not see it.)"""
     if not rows:
         return
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or connection.Database.__name__ != "psycopg":
         Attempt.objects.bulk_create(rows)
         return
-    columns = ", ".join(field.column for field in COPIED)
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
             for attempt in rows:
@@ -267,6 +275,7 @@ def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set
         if written and attempt is not None:
             if attempt.exchange is not None and attempt.exchange.pk is None:
                 attempt.exchange.save()  # the first of its batch to be written one by one stores it
+            attempt.exchange = attempt.exchange  # its id as stored now, not a rolled-back batch's
             attempt.save()
     return written
 

@@ -26,7 +26,7 @@ from rq.exceptions import StopRequested
 from rq.worker import SimpleWorker
 
 from delivery.conf import herald
-from delivery.engine.plumbing import availability
+from delivery.engine.plumbing import availability, counters
 from delivery.engine.sending import pump
 
 log = logging.getLogger("herald.worker")
@@ -129,6 +129,7 @@ class HeraldWorker(SimpleWorker):
         self._max_jobs = max_jobs
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
+        counters.buffer()  # the operators' counters: a tally added once a second, not a pipeline per batch
         worked = False
         while True:
             try:

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from delivery.conf import herald
-from delivery.engine.plumbing import availability, clock
+from delivery.engine.plumbing import availability, clock, counters
 from delivery.engine.scheduler import dispatch, retention
 
 log = logging.getLogger("herald.cron")
@@ -31,6 +31,7 @@ class Command(BaseCommand):
         stopping = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stopping.append(True))
+        counters.buffer()  # the operators' counters, added to Redis once a second
         interval = herald.DISPATCH_INTERVAL_SECONDS
         last_reconcile = last_retention = 0.0
         waited = False  # whether this tick's dependencies were looked at since the last failure
