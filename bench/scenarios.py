@@ -291,6 +291,18 @@ print(topic.id)""")
             cpu.update(spent(at_first or self.cpu(), self.cpu()))
         return finished - min((t for t, _, _ in self.received()), default=started_at)
 
+    def drain(self, count: int) -> tuple[float, dict[str, float]]:
+        """A fresh topic with one fast endpoint, `count` messages published in batches (how the backlog came about
+        is not what is measured), drained by the engine: (seconds from the first receipt to the last success, the
+        CPU seconds of each process kind over the same span)."""
+        topic = self.reset({"fast": 1})
+        self.publish_many(topic, count, batch=100)
+        self.start_engine()
+        cpu: dict[str, float] = {}
+        seconds = self.wait_delivered(count, cpu=cpu)
+        self.stop_engine()
+        return seconds, cpu
+
     # --- clients ---------------------------------------------------------------------------------------------
     def session(self, token: str | None = None) -> requests.Session:
         session = requests.Session()
@@ -645,13 +657,8 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
 
     # A backlog, drained.
     loop = requests_loop_rate(fast_url)
-    messages = int(10000 * scale)  # published in batches: how the backlog came about is not what is measured
-    topic = bench.reset({"fast": 1})
-    bench.publish_many(topic, messages, batch=100)
-    bench.start_engine()
-    cpu = {}
-    seconds = bench.wait_delivered(messages, cpu=cpu)
-    bench.stop_engine()
+    messages = int(10000 * scale)
+    seconds, cpu = bench.drain(messages)
     row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
         "requests.Session loop", **per_thousand(cpu, messages))
     print(cpu_line(cpu, messages, "deliveries"))
@@ -774,12 +781,7 @@ def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
         before = bench.cpu()
         rate, latencies = bench.publish_many(topic, publishes)
         rounds[mode]["publish"].append((rate, pct(latencies, 0.5), pct(latencies, 0.99), spent(before, bench.cpu())))
-        topic = bench.reset({"fast": 1})
-        bench.publish_many(topic, drained, batch=100)
-        bench.start_engine()
-        cpu = {}
-        seconds = bench.wait_delivered(drained, cpu=cpu)
-        bench.stop_engine()
+        seconds, cpu = bench.drain(drained)
         rounds[mode]["drain"].append((drained / seconds, cpu))
     exported = int(requests.get(f"http://127.0.0.1:{sink_port}/count", timeout=10).text)
     bench.restart_web()
