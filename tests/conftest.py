@@ -51,9 +51,13 @@ def socket_fence(request):
 @pytest.fixture
 def redis_conn():
     connection = django_rq.get_connection("deliveries")
-    counters.discard()  # what earlier tests counted in this process is not this test's
+    # What earlier tests counted in this process is not this test's, and a HeraldWorker an earlier test ran here
+    # left the process buffering its counts: each test starts unbuffered, with an empty tally.
+    counters.unbuffer()
+    counters.discard()
     connection.flushdb()
     yield connection
+    counters.unbuffer()
     counters.discard()
     connection.flushdb()
 
