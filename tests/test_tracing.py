@@ -285,3 +285,33 @@ def test_a_trace_header_stored_before_it_was_reserved_is_not_sent(api, receiver,
     publish(api, topic)
     settle()
     assert "traceparent" not in receiver.requests[0].headers and receiver.requests[0].headers["x-kept"] == "yes"
+
+
+HOST = """
+import os, sys
+os.environ.update(DJANGO_SETTINGS_MODULE="tests.settings", OTEL_TRACES_EXPORTER="{exporter}")
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+host = TracerProvider()
+if {before}:
+    trace.set_tracer_provider(host)  # a host project's set-up before django.setup()
+import django
+django.setup()
+from delivery.engine.plumbing import tracing
+if not {before}:
+    trace.set_tracer_provider(host)  # ... or after it: Herald never took the global provider
+print("ON" if tracing.on() else "OFF", "HOST" if trace.get_tracer_provider() is host else "TAKEN")
+"""
+
+
+@pytest.mark.parametrize("before, exporter, expected", [
+    (True, "", "ON HOST"),  # the host's provider, set up first: Herald's spans go there
+    (False, "console", "ON HOST"),  # Herald exports with a provider of its own; the host's is still the global one
+    (False, "", "OFF HOST"),  # set up after Django and nothing asked Herald for tracing: off
+])
+def test_a_host_projects_tracer_provider_is_used_or_left_alone(before, exporter, expected):
+    run = subprocess.run([sys.executable, "-c", HOST.format(before=before, exporter=exporter)], cwd=ROOT,
+                         env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == expected
+    assert "Overriding of current TracerProvider is not allowed" not in run.stderr

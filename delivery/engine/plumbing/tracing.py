@@ -131,13 +131,16 @@ def configure() -> None:
             return
         export = import_module("opentelemetry.sdk.trace.export")
         resources = import_module("opentelemetry.sdk.resources")
-        service = _setting("OTEL_SERVICE_NAME") or "herald"
-        provider = sdk.TracerProvider(resource=resources.Resource.create({"service.name": service}))
+        resource = resources.Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(resources.Resource({"service.name": "herald"}))
+        provider = sdk.TracerProvider(resource=resource)
         for exporter in exporters:
             provider.add_span_processor(export.BatchSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)
-        _start(trace.get_tracer_provider())
-        log.info("tracing on: exporting to %s as service %r", ", ".join(names), service)
+        # Herald's own, not the process's global provider: a host project that sets up its own later (in its
+        # AppConfig.ready(), a gunicorn post_fork) is not refused, and its spans are not named after Herald.
+        _start(provider)
+        log.info("tracing on: exporting to %s as service %r", ", ".join(names), resource.attributes["service.name"])
     except Exception:
         log.exception("tracing could not be set up; it stays off")
 
