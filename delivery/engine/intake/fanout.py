@@ -232,8 +232,7 @@ def fan_out(message_id: str) -> int:
                 waiting = ordered_waiting(message.topic_id, message.ordering_key, part)
                 built = build_deliveries(message, part, waiting)
                 lifecycle.created(Delivery.objects.bulk_create(built, ignore_conflicts=True))
-        if span is not None:
-            span.set_attribute("herald.deliveries", len(chosen))
+        tracing.annotate(span, {"herald.deliveries": len(chosen)})
     Message.objects.filter(id=message.id).update(fanout_pending=False)
     return len(chosen)
 

@@ -233,9 +233,8 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                     schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
                 chosen_for.append(chosen)
                 waiting_for.append(waiting)
-            if span is not None:  # a large fan-out's deliveries are its job's to count
-                span.set_attribute("herald.deliveries", sum(len(chosen) for chosen, message in zip(
-                    chosen_for, messages, strict=True) if not message.fanout_pending))
+            inline = [len(chosen) for chosen, m in zip(chosen_for, messages, strict=True) if not m.fanout_pending]
+            tracing.annotate(span, {"herald.deliveries": sum(inline)})  # a large fan-out's deliveries: its job's
         Message.objects.bulk_create(messages)
         if not capturing.get():
             counters.add_after_commit({counters.field("messages_published"): len(messages)})

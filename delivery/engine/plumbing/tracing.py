@@ -262,6 +262,13 @@ def child(name: str, attributes: dict, *, stored: str | None = None):
 
 
 @failure_safe()
+def annotate(span, attributes: dict) -> None:
+    """Add what became known while a span from `publishing` or `child` was current (None: tracing is off)."""
+    if span is not None:
+        span.set_attributes(_kept(attributes))
+
+
+@failure_safe()
 def started(name: str, stored: str, attributes: dict, *, start_time: int | None = None, linked: str = ""):
     """A client span whose parent is the stored `traceparent` (a root if there is none), started now or at
     `start_time` (ns), linked to the span `linked` names; the caller ends it (`ended`). None when tracing is off."""

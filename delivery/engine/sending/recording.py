@@ -162,9 +162,10 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
             exchange.pk, exchange._state.adding = None, True
         written = record_one_by_one(claimed, updates, attempts)
     traced = spans.ended(tries, attempts, written)
-    log_attempts([t for t in tries if t.delivery.id in written], changes, traced)
-    count_attempts([t for t in tries if t.delivery.id in written], attempts, changes, now)
-    record_health([t for t in tries if t.delivery.id in written], gone, probes, now or clock.now())
+    recorded = [tried for tried in tries if tried.delivery.id in written]
+    log_attempts(recorded, changes, traced)
+    count_attempts(recorded, attempts, changes, now)
+    record_health(recorded, gone, probes, now or clock.now())
 
 
 # Every column an attempt's INSERT would write. COPY writes what it is given: no column may need Django to make its

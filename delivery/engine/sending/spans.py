@@ -63,14 +63,15 @@ def ended(tries: list, attempts: dict, written: set[int]) -> dict:
     spans = {}
     for tried in tries:
         delivery, result = tried.delivery, tried.result
-        span = tried.span or _start(delivery, tried.number, int(result.started_at * 1e9))
+        started_ns = int(result.started_at * 1e9)
+        span = tried.span or _start(delivery, tried.number, started_ns)
         attempt = attempts.get(delivery.id)
         finished = result.started_at + result.duration_ms / 1000
         tracing.ended(span, {
             "herald.queue": tried.queue, "herald.outcome": attempt.outcome if attempt is not None else None,
             "herald.recorded": delivery.id in written, "http.response.status_code": result.status,
             "error.type": result.error_class or None}, error=None if result.ok else (result.error_class or "failed"),
-            events=(("request sent", int(result.started_at * 1e9)),) if tried.request is not None else (),
+            events=(("request sent", started_ns),) if tried.request is not None else (),
             end_time=int(finished * 1e9))
         spans[delivery.id] = span
     return spans
