@@ -245,9 +245,9 @@ def test_what_is_named_by_a_string_exists():
 
 
 def test_one_way_to_wait_for_a_commit():
-    """`after_commit` (engine/plumbing/after_commit.py) is the one way code waits for its transaction: robust, and
+    """`after_commit` (engine/plumbing/database.py) is the one way code waits for its transaction: robust, and
     the same everywhere, rather than six spellings of `transaction.on_commit`."""
-    home = ROOT / "delivery" / "engine" / "plumbing" / "after_commit.py"
+    home = ROOT / "delivery" / "engine" / "plumbing" / "database.py"
     found = [f"{path.relative_to(ROOT)}:{number}" for name, path in MODULES.items() if path != home
              for number, line in enumerate(path.read_text().splitlines(), 1) if "on_commit(" in line]
     assert found == []

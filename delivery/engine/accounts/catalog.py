@@ -13,6 +13,7 @@ import json
 from django.urls import reverse
 
 from delivery.conf import herald
+from delivery.engine.plumbing.database import Statement
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import json_schema, schema_budget
 from subscriptions.models import EventType
@@ -83,10 +84,9 @@ def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[
     """For the entries whose event type the owner validates and whose payload does not match its schema (or could
     not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
     mismatch and delivers). One query for the batch, and only when the owner validates some type."""
-    types = {entry.event_type for entry in entries}
+    types = sorted({entry.event_type for entry in entries})
     checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in
-               EventType.objects.filter(owner_id=owner_id, name__in=types, validate_payloads=True)
-               .exclude(schema=None).values_list("name", "schema", "on_mismatch")}
+               _validated_of(len(types)).rows(owner_id, *types)}
     refused, recorded = {}, {}
     for n, entry in enumerate(entries):
         if entry.event_type in checked:
@@ -102,6 +102,18 @@ def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[
             else:
                 refused[n] = ApplicationError(reason, field="payload")
     return refused, recorded
+
+
+_VALIDATED: dict[int, Statement] = {}  # one compiled statement per number of event types asked about
+
+
+def _validated_of(count: int) -> Statement:
+    """The owner's event types among `count` names that validate payloads and have a schema (a publish asks)."""
+    if count not in _VALIDATED:
+        _VALIDATED[count] = Statement(lambda owner, *names: EventType.objects.filter(
+            owner_id=owner, name__in=names, validate_payloads=True).exclude(schema=None).values_list(
+            "name", "schema", "on_mismatch"), int, *[str] * count)
+    return _VALIDATED[count]
 
 
 def tenant_choice_problem(owner_id: int, event_types) -> str | None:

@@ -23,6 +23,7 @@ from django.db.models.functions import Cast
 
 from delivery.conf import herald
 from delivery.engine.plumbing import clock, redis_link, tracing
+from delivery.engine.plumbing.database import Statement
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
 from delivery.rules import filter_policy as filters
@@ -128,14 +129,30 @@ def topic_subscriptions(topic_id: int, audience: Audience = Audience()) -> list[
     """The topic's subscriptions the audience reaches, with what their filters and ordering need: for a message of
     one tenant, the owner's and that tenant's only (however many tenants subscribe to the topic). The filters are
     read as text and decoded through `decoded`, so publishing to a topic of 10,000 filtering subscriptions does
-    not parse 10,000 policies every time."""
-    rows = Subscription.objects.filter(audience.subscriptions(), topic_id=topic_id).annotate(
-        policy_text=Cast("filter_policy", TextField()), types_text=Cast("event_types", TextField())).values_list(
-        "id", "endpoint_id", "status", "policy_text", "filter_policy_scope", "types_text", "ordered_delivery",
-        "confirmed_at", "tenant_id")
+    not parse 10,000 policies every time. The query is compiled once per process for each kind of audience."""
+    if audience.broadcast:
+        rows = AUDIENCE_SUBSCRIPTIONS["broadcast"].rows(topic_id)
+    elif audience.tenant_id is not None:
+        rows = AUDIENCE_SUBSCRIPTIONS["tenant"].rows(topic_id, audience.tenant_id)
+    else:
+        rows = AUDIENCE_SUBSCRIPTIONS["owner"].rows(topic_id)
     return [Candidate(sid, eid, status, decoded(policy), scope, decoded(types), ordered, confirmed is not None,
                       tenant)
             for sid, eid, status, policy, scope, types, ordered, confirmed, tenant in rows]
+
+
+def _subscriptions_reached(topic_id: int, audience: Audience):
+    return Subscription.objects.filter(audience.subscriptions(), topic_id=topic_id).annotate(
+        policy_text=Cast("filter_policy", TextField()), types_text=Cast("event_types", TextField())).values_list(
+        "id", "endpoint_id", "status", "policy_text", "filter_policy_scope", "types_text", "ordered_delivery",
+        "confirmed_at", "tenant_id")
+
+
+AUDIENCE_SUBSCRIPTIONS = {
+    "broadcast": Statement(lambda topic: _subscriptions_reached(topic, Audience(broadcast=True)), int),
+    "tenant": Statement(lambda topic, tenant: _subscriptions_reached(topic, Audience(tenant)), int, int),
+    "owner": Statement(lambda topic: _subscriptions_reached(topic, Audience()), int),
+}
 
 
 def failing_filter(facts: Facts, policy, scope: str = filters.ATTRIBUTES, event_types=None) -> str | None:

@@ -23,7 +23,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import clock, counters, quotas, tracing
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit, insert
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
@@ -235,7 +235,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                 waiting_for.append(waiting)
             inline = [len(chosen) for chosen, m in zip(chosen_for, messages, strict=True) if not m.fanout_pending]
             tracing.annotate(span, {"herald.deliveries": sum(inline)})  # a large fan-out's deliveries: its job's
-        Message.objects.bulk_create(messages)
+        insert(messages)
         if not capturing.get():
             counters.add_after_commit({counters.field("messages_published"): len(messages)})
         deliveries = []
@@ -246,7 +246,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
                 deliveries += fanout.build_deliveries(message, chosen, waiting)
             elif not capturing.get():  # answer now; a job writes the deliveries
                 after_commit(fanout.enqueue_fan_out, message.id)
-        created = Delivery.objects.bulk_create(deliveries, batch_size=1000)
+        created = insert(deliveries, batch_size=1000)
         if not capturing.get():
             lifecycle.created(created)
     return [(message, len(chosen), True) for message, chosen in zip(messages, chosen_for, strict=True)]

@@ -23,7 +23,7 @@ from collections import Counter
 from redis.exceptions import RedisError
 
 from delivery.engine.plumbing import redis_link
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit
 
 log = logging.getLogger(__name__)
 

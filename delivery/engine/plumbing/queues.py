@@ -13,7 +13,7 @@ import logging
 
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, redis_link
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ time. Rows due now never need it (they ask for a pump); rows due sooner than it 
 import logging
 
 from delivery.engine.plumbing import availability, redis_link
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit
 from delivery.rules.vocabulary import AttemptQueue
 
 log = logging.getLogger(__name__)

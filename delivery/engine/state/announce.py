@@ -8,7 +8,7 @@ import logging
 from django.db import DatabaseError, transaction
 
 from delivery import signals
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Endpoint, Tenant

@@ -14,7 +14,7 @@ from django.db.models import F, Sum
 
 from delivery.conf import herald
 from delivery.engine.plumbing import clock
-from delivery.engine.plumbing.after_commit import after_commit
+from delivery.engine.plumbing.database import after_commit
 from delivery.engine.state import announce, lifecycle
 from delivery.rules import circuit
 from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription

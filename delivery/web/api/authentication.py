@@ -3,11 +3,23 @@ clients and API tools send for a token. A tenant's key (`htk_…`) authenticates
 access as `request.auth`: every Herald view then narrows what it shows and does to that tenant (ownership.py,
 base.py)."""
 
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
+from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
 
 from delivery.engine.accounts import tenancy
+from delivery.engine.plumbing.database import Statement, instance
 
+
+def columns(model) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+# A token and its user in one statement compiled once per process (every API request asks it).
+TOKEN = Statement(lambda key: Token.objects.filter(key=key).values_list(
+    *columns(Token), *(f"user__{name}" for name in columns(get_user_model()))), str)
 HOW = "Send your API token as 'Authorization: Token <key>' (or 'Bearer <key>')."
 
 
@@ -33,3 +45,16 @@ class HeraldTokenAuthentication(TokenAuthentication):
                 raise AuthenticationFailed("Invalid token.")
             return access.tenant.owner, access
         return self.authenticate_credentials(key)
+
+    def authenticate_credentials(self, key):
+        """DRF's lookup (the key's token and user, refused if missing or inactive) as one compiled statement."""
+        found = instance(TOKEN, key)
+        if found is None:
+            raise AuthenticationFailed("Invalid token.")
+        token_columns = columns(Token)
+        user = get_user_model().from_db(DEFAULT_DB_ALIAS, columns(get_user_model()), found[len(token_columns):])
+        if not user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        token = Token.from_db(DEFAULT_DB_ALIAS, token_columns, found[:len(token_columns)])
+        Token.user.field.set_cached_value(token, user)
+        return user, token

@@ -2,7 +2,10 @@
 
 import pytest
 from django.test import Client
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from subscriptions.models import Topic
 
 pytestmark = pytest.mark.django_db
 
@@ -27,3 +30,24 @@ def test_a_browser_that_is_not_logged_in_is_offered_a_login(user):
     logged_in = Client()
     logged_in.force_login(user)
     assert 'id="herald-login"' not in logged_in.get("/api/", HTTP_ACCEPT="text/html").content.decode()
+
+
+def test_a_token_authenticates_its_user_until_it_is_deleted_or_the_user_deactivated(django_user_model):
+    """The token lookup (one statement compiled per process, authentication.TOKEN): the key's own user, and the
+    answers DRF gives for a key that is gone and for a user who may no longer log in, on the next request."""
+    user = django_user_model.objects.create_user("keyholder")
+    django_user_model.objects.create_user("bystander")
+    token = Token.objects.create(user=user)
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {token.key}")
+    created = client.post("/api/topics/", {"name": "mine"}, format="json")
+    assert created.status_code == 201 and Topic.objects.get(name="mine").owner_id == user.id
+    user.is_active = False
+    user.save()
+    refused = client.get("/api/topics/")
+    assert (refused.status_code, refused.json()["detail"]) == (401, "User inactive or deleted.")
+    user.is_active = True
+    user.save()
+    assert client.get("/api/topics/").status_code == 200
+    token.delete()
+    gone = client.get("/api/topics/")
+    assert (gone.status_code, gone.json()["detail"]) == (401, "Invalid token.")

@@ -1,0 +1,157 @@
+"""The database as Herald's processes use it beyond one ORM call: acting after the caller's commit, and statements
+compiled once per process.
+
+After commit: the one way Herald waits for a transaction before it acts outside it (asks for a pump, wakes the
+scheduler, queues a job, sends a signal). Nothing runs for a change that rolled back, and outside a transaction the
+action runs at once. An action that fails is logged, never raised into the code whose transaction committed, and the
+actions queued after it still run: what it asks for is also found later (the scheduler asks for pumps for due rows,
+the reconciler finds lost leases and fan-outs), and a receiver of a signal cannot undo a commit.
+
+Statements: Django builds and compiles a queryset's SQL on every call, about 0.6 ms of CPU, most of what a simple
+query costs the process. The paths that run thousands of times a second (authenticating a request, a publish's
+topic, catalog and subscriptions) write their queryset once as a `Statement`, which Django compiles on first use;
+later calls run the same SQL with other values, through Django's cursor (its wrappers, error translation and
+reconnection apply), and convert the columns as the ORM would. `insert` is `bulk_create` for new rows, its SQL
+written without Django's insert compiler.
+"""
+
+import logging
+from collections.abc import Callable
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import AutoField, Model, QuerySet
+from django.db.models.query import ModelIterable
+
+log = logging.getLogger(__name__)
+
+
+def after_commit(action, *args, **kwargs) -> None:
+    """Run `action(*args, **kwargs)` once the caller's transaction commits."""
+    def run():
+        try:
+            action(*args, **kwargs)
+        except Exception:
+            log.exception("after a commit, %s failed", getattr(action, "__qualname__", repr(action)))
+    transaction.on_commit(run)
+
+
+# Values no caller passes, one per parameter, by kind; each must reach the compiled SQL unchanged, exactly where
+# the caller's value will go. Integers stay inside PostgreSQL's integer range (Django turns a lookup with a value
+# out of its column's range into no query at all).
+SAMPLE_INT = -2_147_000_000
+SAMPLE_TEXT = "\x1fherald statement parameter {}\x1f"
+
+
+class Statement:
+    """A queryset compiled once per process, run again with other values.
+
+        by_name = Statement(lambda owner, name: Topic.objects.filter(owner_id=owner, name=name)[:1], int, str)
+        by_name.rows(7, "orders")   # [Topic] (instances for a queryset of instances, tuples for values_list)
+
+    `build` is called once with a sample for each parameter (`int` or `str`) and returns the queryset; each sample
+    must reach the SQL as a parameter of its own, unchanged (a lookup that transforms its value, like `__icontains`,
+    is refused when the statement is compiled, and so is a queryset with `select_related`, `only` or `defer`). An
+    `__in` takes one value per sample: a statement has a fixed shape, so callers keep one per arity they use."""
+
+    def __init__(self, build: Callable[..., QuerySet], *kinds: type, using: str = DEFAULT_DB_ALIAS):
+        if any(kind not in (int, str) for kind in kinds):
+            raise TypeError("a Statement's parameters are int or str")
+        self.build, self.kinds, self.using = build, kinds, using
+        self._compiled = None
+
+    def rows(self, *values) -> list:
+        sql, slots, converters, model, names = self._compiled or self._compile()
+        if len(values) != len(self.kinds):
+            raise TypeError(f"this statement takes {len(self.kinds)} values, not {len(values)}")
+        params = [values[slot] if isinstance(slot, int) else slot[0] for slot in slots]
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found = cursor.fetchall()
+        if converters:
+            found = [_converted(row, converters, connection) for row in found]
+        if model is not None:
+            return [model.from_db(self.using, names, row) for row in found]
+        return found
+
+    def _compile(self):
+        samples = [SAMPLE_INT - n if kind is int else SAMPLE_TEXT.format(n) for n, kind in enumerate(self.kinds)]
+        queryset = self.build(*samples)
+        model, names = None, None
+        if queryset._iterable_class is ModelIterable:
+            if queryset.query.select_related or queryset.query.deferred_loading != (frozenset(), True):
+                raise ValueError("a Statement of instances reads every column of one model")
+            model = queryset.model
+            names = [field.attname for field in model._meta.concrete_fields]
+            queryset = queryset.values_list(*names)
+        compiler = queryset.query.get_compiler(self.using)
+        sql, params = compiler.as_sql()
+        slots, seen = [], set()
+        for param in params:
+            hits = [n for n, sample in enumerate(samples) if type(param) is type(sample) and param == sample]
+            slots.append(hits[0] if hits else (param,))
+            seen.update(hits)
+        if seen != set(range(len(samples))):
+            missing = sorted(set(range(len(samples))) - seen)
+            raise ValueError(f"parameters {missing} do not reach the SQL unchanged: {sql}")
+        converters = compiler.get_converters([column[0] for column in compiler.select[:compiler.col_count]])
+        self._compiled = (sql, slots, list(converters.items()), model, names)
+        return self._compiled
+
+
+def _converted(row, converters, connection) -> tuple:
+    row = list(row)
+    for position, (functions, expression) in converters:
+        value = row[position]
+        for function in functions:
+            value = function(value, expression, connection)
+        row[position] = value
+    return tuple(row)
+
+
+def instance(statement: Statement, *values) -> Model | None:
+    """The first instance (or row) a statement finds, or None."""
+    found = statement.rows(*values)
+    return found[0] if found else None
+
+
+def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT_DB_ALIAS) -> list[Model]:
+    """`bulk_create(objects)` for new rows of one model (all with a primary key chosen in Python, or all without
+    one): each field's value prepared as the ORM prepares it (`pre_save`, `get_db_prep_save`), one INSERT …
+    RETURNING per batch, the database's primary keys set on the objects. Objects with a value the database computes
+    (an expression, a database default) go through `bulk_create` itself."""
+    if not objects:
+        return objects
+    model = type(objects[0])
+    meta = model._meta
+    chosen = objects[0].pk is not None
+    if any((obj.pk is not None) != chosen or type(obj) is not model for obj in objects):
+        raise ValueError("insert() writes new rows of one model, all with a primary key or all without one")
+    fields = [field for field in meta.concrete_fields
+              if not field.generated and (chosen or not isinstance(field, AutoField))]
+    connection = connections[using]
+    rows = []
+    for obj in objects:
+        obj._prepare_related_fields_for_save(operation_name="bulk_create")
+        values = [field.pre_save(obj, True) for field in fields]
+        if any(hasattr(value, "resolve_expression") for value in values):
+            return model._default_manager.db_manager(using).bulk_create(objects, batch_size=batch_size)
+        rows.append([field.get_db_prep_save(value, connection=connection) for field, value in zip(
+            fields, values, strict=True)])
+    quote = connection.ops.quote_name
+    returning = meta.db_returning_fields
+    head = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) VALUES ")
+    tail = f" RETURNING {', '.join(quote(field.column) for field in returning)}"
+    one = f"({', '.join(['%s'] * len(fields))})"
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        with connection.cursor() as cursor:
+            cursor.execute(head + ", ".join([one] * len(batch)) + tail, [value for row in batch for value in row])
+            returned = cursor.fetchall()
+        for obj, values in zip(objects[start:start + batch_size], returned, strict=True):
+            for field, value in zip(returning, values, strict=True):
+                if not (chosen and field is meta.pk):
+                    setattr(obj, field.attname, value)
+            obj._state.adding = False
+            obj._state.db = using
+    return objects

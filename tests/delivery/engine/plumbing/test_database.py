@@ -1,0 +1,165 @@
+"""engine/plumbing/database.py. After a commit: nothing for a rollback, and an action that fails is logged while
+the ones queued after it still run, outside a transaction as inside one. Statements compiled once: the same answers
+as their querysets, and shapes that could not be run again refused. `insert`: the rows `bulk_create` writes."""
+
+import logging
+
+import pytest
+from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Concat
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from delivery.engine.accounts import catalog
+from delivery.engine.intake import fanout
+from delivery.engine.plumbing.database import Statement, after_commit, insert
+from delivery.models import Delivery, Message
+from delivery.web.api import authentication, topics
+from subscriptions.models import Endpoint, EventType, Subscription, Tenant, Topic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_failing_action_is_logged_and_the_next_still_runs(caplog):
+    ran = []
+
+    def fails(n):
+        raise RuntimeError(f"receiver {n} broke")
+
+    with caplog.at_level(logging.ERROR), transaction.atomic():
+        after_commit(fails, 1)
+        after_commit(ran.append, "second")
+        assert ran == []  # not before the commit
+    assert ran == ["second"]
+    assert "after a commit, test_a_failing_action_is_logged_and_the_next_still_runs.<locals>.fails failed" in \
+        caplog.text and "receiver 1 broke" in caplog.text
+
+
+def test_nothing_runs_for_a_rollback_and_at_once_outside_a_transaction():
+    ran = []
+    with pytest.raises(ValueError), transaction.atomic():
+        after_commit(ran.append, "rolled back")
+        raise ValueError
+    after_commit(ran.append, "at once")
+    assert ran == ["at once"]
+
+
+# --- statements compiled once per process -------------------------------------------------------------------------
+
+def columns_of(obj) -> tuple:
+    return tuple(getattr(obj, field.attname) for field in type(obj)._meta.concrete_fields)
+
+
+def same(found, expected) -> bool:
+    """Rows equal, and instances equal column by column (Model.__eq__ compares primary keys only)."""
+    if found and hasattr(found[0], "_meta"):
+        return [columns_of(obj) for obj in found] == [columns_of(obj) for obj in expected]
+    return found == expected
+
+
+@pytest.fixture
+def catalog_world(django_user_model):
+    """Two owners, a tenant, topics with subscriptions of every audience and JSON columns, and event types."""
+    owner = django_user_model.objects.create_user("statement-owner")
+    other = django_user_model.objects.create_user("statement-other")
+    tenant = Tenant.objects.create(owner=owner, external_id="acme", name="Acme")
+    topic = Topic.objects.create(owner=owner, name="orders", delivery_policy={"healthyRetryPolicy": {"numRetries": 2}})
+    Topic.objects.create(owner=other, name="orders")
+    for n, (tenant_of, policy) in enumerate([(None, {"region": ["eu"]}), (tenant, None), (None, None)]):
+        endpoint = Endpoint.objects.create(owner=owner, tenant=tenant_of, url=f"https://example.com/hook/{n}")
+        Subscription.objects.create(topic=topic, endpoint=endpoint, tenant=tenant_of, filter_policy=policy,
+                                    event_types=["order.created"] if n == 2 else [], status="confirmed",
+                                    confirmed_at=timezone.now())
+    for name, validate in [("order.created", True), ("order.paid", True), ("order.gone", False)]:
+        EventType.objects.create(owner=owner, name=name, schema={"type": "object"}, validate_payloads=validate)
+    return owner, other, tenant, topic
+
+
+def test_every_hot_statement_answers_what_its_queryset_answers(catalog_world):
+    """Each statement the hot paths use, run compiled and run by the ORM from the same queryset: the same rows,
+    the same instances column by column (JSON decoded, times aware), for values that find rows and values that
+    find none."""
+    owner, other, tenant, topic = catalog_world
+    token = Token.objects.create(user=owner)
+    cases = [
+        (authentication.TOKEN, [(token.key,), ("no-such-key",)]),
+        (topics.OWN_TOPIC_BY_ID, [(owner.id, topic.id), (other.id, topic.id)]),
+        (topics.OWN_TOPIC_BY_NAME, [(owner.id, "orders"), (other.id, "orders"), (owner.id, "missing")]),
+        (fanout.AUDIENCE_SUBSCRIPTIONS["owner"], [(topic.id,)]),
+        (fanout.AUDIENCE_SUBSCRIPTIONS["broadcast"], [(topic.id,)]),
+        (fanout.AUDIENCE_SUBSCRIPTIONS["tenant"], [(topic.id, tenant.id), (topic.id, tenant.id + 1000)]),
+        (catalog._validated_of(1), [(owner.id, "order.created"), (owner.id, "order.gone"), (other.id, "order.paid")]),
+        (catalog._validated_of(3), [(owner.id, "order.created", "order.gone", "order.paid")]),
+    ]
+    found_some = 0
+    for statement, value_sets in cases:
+        for values in value_sets:
+            expected = list(statement.build(*values))
+            found = statement.rows(*values)
+            assert same(found, expected), (statement.build, values, found, expected)
+            found_some += bool(found)
+    assert found_some == 10  # the cases that should find rows did
+
+
+def test_a_statement_refuses_a_shape_it_cannot_run_again():
+    """A lookup that changes its value (icontains wraps it in %), a join read through select_related: refused
+    when compiled, not run with the wrong SQL."""
+    with pytest.raises(ValueError, match="do not reach the SQL unchanged"):
+        Statement(lambda name: Topic.objects.filter(name__icontains=name), str).rows("ord")
+    with pytest.raises(ValueError, match="every column of one model"):
+        Statement(lambda pk: Topic.objects.filter(pk=pk).select_related("owner"), int).rows(1)
+    with pytest.raises(TypeError):
+        Statement(lambda when: Topic.objects.filter(created_at__lt=when), object)
+
+
+def test_constants_stay_constants_and_values_go_where_they_belong(catalog_world):
+    owner, _, _, topic = catalog_world
+    statement = Statement(lambda owner_id, name: Topic.objects.filter(
+        owner_id=owner_id, name=name, open_to_tenants=False).exclude(description="x").values_list("id"), int, str)
+    assert statement.rows(owner.id, "orders") == [(topic.id,)]
+    assert statement.rows(owner.id, "other") == []
+    with pytest.raises(TypeError, match="takes 2 values"):
+        statement.rows(owner.id)
+
+
+def test_insert_writes_what_bulk_create_writes(catalog_world):
+    """Messages (a primary key chosen in Python) and deliveries (one from the database): the same columns as
+    `bulk_create` writes, primary keys set, the instances saved."""
+    owner, _, tenant, topic = catalog_world
+    subscription = Subscription.objects.filter(topic=topic).first()
+    now = timezone.now()
+
+    def messages():
+        return [Message(topic=topic, payload={"n": n, "text": "ü"}, published_at=now, attributes={"a": "b"},
+                        tenant=tenant if n else None, fanout_skipped={}, subject=f"s{n}") for n in range(3)]
+
+    ours, theirs = insert(messages()), Message.objects.bulk_create(messages())
+    assert all(not m._state.adding and m._state.db == "default" for m in ours)
+
+    fields = [f.attname for f in Message._meta.concrete_fields if f.attname != "id"]
+    read = lambda objs: [Message.objects.filter(pk=m.pk).values_list(*fields).get() for m in objs]  # noqa: E731
+    assert read(ours) == read(theirs)
+
+    def deliveries(message_list):
+        return [Delivery(message=m, subscription=subscription, endpoint_id=subscription.endpoint_id,
+                         owner_id=owner.id, status="pending", next_attempt_at=now) for m in message_list]
+
+    written = insert(deliveries(ours), batch_size=2)  # two batches
+    assert all(d.pk is not None for d in written) and len({d.pk for d in written}) == 3
+    reference = Delivery.objects.bulk_create(deliveries(theirs))
+    columns = [f.attname for f in Delivery._meta.concrete_fields if f.attname not in ("id", "message_id",
+                                                                                       "created_at")]
+    read = lambda objs: [Delivery.objects.filter(pk=d.pk).values_list(*columns).get() for d in objs]  # noqa: E731
+    assert read(written) == read(reference)
+    assert all(now <= d.created_at == Delivery.objects.get(pk=d.pk).created_at for d in written)  # auto_now_add
+
+
+def test_insert_leaves_what_the_database_computes_to_bulk_create_and_refuses_mixed_rows(catalog_world):
+    owner, _, _, topic = catalog_world
+    computed = Message(topic=topic, payload=1, published_at=timezone.now(), fanout_skipped={},
+                       subject=Concat(Value("a"), Value("b")))
+    insert([computed])
+    assert Message.objects.get(pk=computed.pk).subject == "ab"
+    with pytest.raises(ValueError, match="all with a primary key or all without"):
+        insert([Delivery(message=computed, pk=10**9), Delivery(message=computed)])
