@@ -16,13 +16,16 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
   subscriptions whose token URL answers after 9 s, beside twice its time alone;
 - silent tenant: a tenant publishing every 0.4 s beside another tenant's 20 endpoints that accept and never
   answer (4,000 deliveries for them), beside twice its time alone plus 50 ms;
+- scale-out: REST publish with 1, 2 and 4 gunicorn workers, and the drain with 1, 2 and 4 RQ workers, each beside
+  the figure with one;
+- cpu (`--only cpu`): the REST publish and the drain alone, with their CPU, for an A/B of one change;
 - tracing (`--only tracing`): REST publish and a drain without the OpenTelemetry packages, with them but
   tracing off, and tracing on (OTLP to a local sink), each beside the one before.
 Beside the publish, drain and 200 ms figures: the CPU seconds per 1,000 publishes or deliveries of each process
 kind (web, worker, scheduler, PostgreSQL), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
-                               [--only noisy-neighbour|slow-neighbours|silent-tenant|tracing]
+                               [--only cpu|scale-out|noisy-neighbour|slow-neighbours|silent-tenant|tracing]
 """
 
 import argparse
@@ -145,17 +148,17 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
         log = open(os.path.join(self.workdir, "processes.log"), "a")
         return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=log)
 
-    def start_web(self) -> subprocess.Popen:
-        """gunicorn as the Procfile runs it (2 workers)."""
+    def start_web(self, workers: int = 2) -> subprocess.Popen:
+        """gunicorn as the Procfile runs it (2 workers unless asked)."""
         return self.spawn("-m", "gunicorn", "project.wsgi", "-c", "python:project.gunicorn", "--bind",
-                          f"127.0.0.1:{self.web_port}", "--workers", "2")
+                          f"127.0.0.1:{self.web_port}", "--workers", str(workers))
 
-    def restart_web(self, **env: str) -> None:
+    def restart_web(self, workers: int = 2, **env: str) -> None:
         """gunicorn again, with `env` over the usual environment (the engine started later gets it too)."""
         self.web.terminate()
         self.web.wait(30)
         self.env = {**self.base_env, **env}
-        self.web = self.start_web()
+        self.web = self.start_web(workers)
         self.wait_for_web()
 
     def cpu(self) -> dict[str, float]:
@@ -163,8 +166,8 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
         with open(os.path.join(self.postgres.data, "postmaster.pid")) as f:
             postmaster = int(f.readline())
         return {"web": process_tree_cpu([self.web.pid]),
-                "worker": process_tree_cpu([p.pid for p in self.engine[:2]]),
-                "scheduler": process_tree_cpu([p.pid for p in self.engine[2:]]),
+                "worker": process_tree_cpu([p.pid for p in self.engine[:-1]]),
+                "scheduler": process_tree_cpu([p.pid for p in self.engine[-1:]]),
                 "postgres": process_tree_cpu([postmaster])}
 
     def wait_for_web(self) -> None:
@@ -176,16 +179,16 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
                 time.sleep(0.1)
         raise RuntimeError("gunicorn did not start")
 
-    def start_engine(self) -> None:
-        """Workers and scheduler, after a checkpoint: what the previous scenario wrote is flushed now, not in the
-        middle of the next measurement."""
+    def start_engine(self, workers: int = 2) -> None:
+        """Workers (2 unless asked) and the scheduler, after a checkpoint: what the previous scenario wrote is
+        flushed now, not in the middle of the next measurement."""
         self.count("SELECT 1")  # opens the connection if needed
         self.db.execute("CHECKPOINT")
-        self.engine = [self.spawn("manage.py", "rqworker", "deliveries", "retries") for _ in range(2)]
+        self.engine = [self.spawn("manage.py", "rqworker", "deliveries", "retries") for _ in range(workers)]
         self.engine.append(self.spawn("manage.py", "herald_cron"))
 
     def stop_engine(self) -> None:
-        for process in self.engine[:2]:
+        for process in self.engine[:-1]:
             self.peak_rss_kb = max(self.peak_rss_kb, peak_rss_kb(process.pid))
         for process in self.engine:
             process.terminate()
@@ -291,13 +294,13 @@ print(topic.id)""")
             cpu.update(spent(at_first or self.cpu(), self.cpu()))
         return finished - min((t for t, _, _ in self.received()), default=started_at)
 
-    def drain(self, count: int) -> tuple[float, dict[str, float]]:
+    def drain(self, count: int, workers: int = 2) -> tuple[float, dict[str, float]]:
         """A fresh topic with one fast endpoint, `count` messages published in batches (how the backlog came about
         is not what is measured), drained by the engine: (seconds from the first receipt to the last success, the
         CPU seconds of each process kind over the same span)."""
         topic = self.reset({"fast": 1})
         self.publish_many(topic, count, batch=100)
-        self.start_engine()
+        self.start_engine(workers)
         cpu: dict[str, float] = {}
         seconds = self.wait_delivered(count, cpu=cpu)
         self.stop_engine()
@@ -343,8 +346,9 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         time.sleep(1)
         open(log, "w").close()
 
-    def publish_many(self, topic: int, count: int, *, batch: int = 0) -> tuple[float, list[float]]:
-        """Publish `count` messages from THREADS threads as fast as they go; (msgs/s, latencies in ms)."""
+    def publish_many(self, topic: int, count: int, *, batch: int = 0, threads: int = THREADS
+                     ) -> tuple[float, list[float]]:
+        """Publish `count` messages from `threads` threads as fast as they go; (msgs/s, latencies in ms)."""
         latencies: list[float] = []
         sessions = threading.local()
         url = f"{self.api}/topics/{topic}/publish{'-batch' if batch else ''}/"
@@ -361,7 +365,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
 
         calls = count // batch if batch else count
         started = time.perf_counter()
-        with ThreadPoolExecutor(THREADS) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             list(pool.map(one, range(calls)))
         return calls * (batch or 1) / (time.perf_counter() - started), latencies
 
@@ -729,6 +733,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     rows += slow_neighbours(bench, quick)
     rows += silent_tenant(bench, quick)
     rows += tracing_cost(bench, quick)
+    rows += scale_out(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
     return rows
 
@@ -818,7 +823,65 @@ def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
     return rows
 
 
-ONLY = {"tracing": tracing_cost, "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
+def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
+    """The two CPU figures #39 halves, alone (`--only cpu`): REST publish with the workers stopped, and the drain
+    of one fast endpoint by 2 workers, each with the CPU per 1,000 of every process kind."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    scale = 0.3 if quick else 1.0
+    topic = bench.reset({"fast": 1})
+    bench.publish_many(topic, 50)  # gunicorn's workers warm
+    publishes, before = int(2000 * scale), bench.cpu()
+    rate, latencies = bench.publish_many(topic, publishes)
+    cpu = spent(before, bench.cpu())
+    row("publish via REST, 8 threads", rate, "msgs/s", None, "", p50_ms=round(pct(latencies, 0.5), 1),
+        p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
+    print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
+    print(cpu_line(cpu, publishes, "publishes"))
+    loop = requests_loop_rate(f"http://127.0.0.1:{bench.receiver_port}/fast/0")
+    messages = int(10000 * scale)
+    seconds, cpu = bench.drain(messages)
+    row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
+        "requests.Session loop", **per_thousand(cpu, messages))
+    print(cpu_line(cpu, messages, "deliveries"))
+    return rows
+
+
+def scale_out(bench: Bench, quick: bool) -> list[dict]:
+    """Scale-out, shown: REST publish with 1, 2 and 4 gunicorn workers (16 client threads), and the drain of one
+    fast endpoint with 1, 2 and 4 RQ workers, each with its CPU per 1,000 (PostgreSQL's too). Each figure is beside
+    the one with one process, so the ratio is what adding processes bought on this machine's cores."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    scale = 0.3 if quick else 1.0
+    publishes, messages = int(2000 * scale), int(10000 * scale)
+    single = None
+    for webs in (1, 2, 4):
+        bench.restart_web(webs)
+        topic = bench.reset({"fast": 1})
+        bench.publish_many(topic, 20 * webs)
+        before = bench.cpu()
+        rate, latencies = bench.publish_many(topic, publishes, threads=16)
+        cpu = spent(before, bench.cpu())
+        single = single or rate
+        row(f"publish via REST, {webs} web worker{'s' if webs > 1 else ''}, 16 threads", rate, "msgs/s",
+            single if webs > 1 else None, "1 web worker" if webs > 1 else "", p50_ms=round(pct(latencies, 0.5), 1),
+            p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
+        print(cpu_line(cpu, publishes, "publishes"))
+    bench.restart_web()
+    single = None
+    for workers in (1, 2, 4):
+        seconds, cpu = bench.drain(messages, workers)
+        rate = messages / seconds
+        single = single or rate
+        row(f"drain {messages} deliveries, {workers} worker{'s' if workers > 1 else ''}", rate, "deliveries/s",
+            single if workers > 1 else None, "1 worker" if workers > 1 else "", **per_thousand(cpu, messages))
+        print(cpu_line(cpu, messages, "deliveries"))
+    return rows
+
+
+ONLY = {"cpu": publish_and_drain, "scale-out": scale_out, "tracing": tracing_cost,
+        "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
         "silent-tenant": silent_tenant}
 
 
