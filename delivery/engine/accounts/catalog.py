@@ -85,8 +85,9 @@ def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[
     not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
     mismatch and delivers). One query for the batch, and only when the owner validates some type."""
     types = sorted({entry.event_type for entry in entries})
-    checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in
-               _validated_of(len(types)).rows(owner_id, *types)}
+    if not types:
+        return {}, {}
+    checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in _validating(owner_id, types)}
     refused, recorded = {}, {}
     for n, entry in enumerate(entries):
         if entry.event_type in checked:
@@ -105,14 +106,27 @@ def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[
 
 
 _VALIDATED: dict[int, Statement] = {}  # one compiled statement per number of event types asked about
+COMPILED_ARITY_MAX = 16  # a batch naming more types than this asks through the ORM
+
+
+def _validating_types(owner_id, names):
+    """The owner's event types among `names` that validate payloads and have a schema: (name, schema,
+    on_mismatch)."""
+    return EventType.objects.filter(owner_id=owner_id, name__in=names, validate_payloads=True).exclude(
+        schema=None).values_list("name", "schema", "on_mismatch")
+
+
+def _validating(owner_id, names: list[str]) -> list:
+    """`_validating_types`, through a statement compiled once per process for the usual publish (a few types, an
+    owner keyed by an integer)."""
+    if type(owner_id) is not int or len(names) > COMPILED_ARITY_MAX:
+        return list(_validating_types(owner_id, names))
+    return _validated_of(len(names)).rows(owner_id, *names)
 
 
 def _validated_of(count: int) -> Statement:
-    """The owner's event types among `count` names that validate payloads and have a schema (a publish asks)."""
     if count not in _VALIDATED:
-        _VALIDATED[count] = Statement(lambda owner, *names: EventType.objects.filter(
-            owner_id=owner, name__in=names, validate_payloads=True).exclude(schema=None).values_list(
-            "name", "schema", "on_mismatch"), int, *[str] * count)
+        _VALIDATED[count] = Statement(lambda owner, *names: _validating_types(owner, names), int, *[str] * count)
     return _VALIDATED[count]
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import AutoField, Model, QuerySet
-from django.db.models.query import ModelIterable
+from django.db.models.query import ModelIterable, ValuesListIterable
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,10 @@ class Statement:
 
     `build` is called once with a sample for each parameter (`int` or `str`) and returns the queryset; each sample
     must reach the SQL as a parameter of its own, unchanged (a lookup that transforms its value, like `__icontains`,
-    is refused when the statement is compiled, and so is a queryset with `select_related`, `only` or `defer`). An
-    `__in` takes one value per sample: a statement has a fixed shape, so callers keep one per arity they use."""
+    is refused when the statement is compiled, and so is a queryset with `select_related`, `only`, `defer`,
+    annotations or prefetching, or one of `values()` or flat tuples). An `__in` takes one value per sample: a
+    statement has a fixed shape, so callers keep one per arity they use. A column whose values are not `int` or
+    `str` (a host project's user model keyed by UUID) is asked through the ORM by the caller instead."""
 
     def __init__(self, build: Callable[..., QuerySet], *kinds: type, using: str = DEFAULT_DB_ALIAS):
         if any(kind not in (int, str) for kind in kinds):
@@ -78,9 +80,13 @@ class Statement:
         samples = [SAMPLE_INT - n if kind is int else SAMPLE_TEXT.format(n) for n, kind in enumerate(self.kinds)]
         queryset = self.build(*samples)
         model, names = None, None
+        if queryset._iterable_class not in (ModelIterable, ValuesListIterable):
+            raise ValueError("a Statement returns instances or values_list's tuples")
         if queryset._iterable_class is ModelIterable:
-            if queryset.query.select_related or queryset.query.deferred_loading != (frozenset(), True):
-                raise ValueError("a Statement of instances reads every column of one model")
+            query = queryset.query
+            if (query.select_related or query.deferred_loading != (frozenset(), True) or query.annotation_select
+                    or queryset._prefetch_related_lookups):
+                raise ValueError("a Statement of instances reads every column of one model, and nothing else")
             model = queryset.model
             names = [field.attname for field in model._meta.concrete_fields]
             queryset = queryset.values_list(*names)
@@ -117,9 +123,10 @@ def instance(statement: Statement, *values) -> Model | None:
 
 def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT_DB_ALIAS) -> list[Model]:
     """`bulk_create(objects)` for new rows of one model (all with a primary key chosen in Python, or all without
-    one): each field's value prepared as the ORM prepares it (`pre_save`, `get_db_prep_save`), one INSERT …
-    RETURNING per batch, the database's primary keys set on the objects. Objects with a value the database computes
-    (an expression, a database default) go through `bulk_create` itself."""
+    one): each field's value prepared as the ORM prepares it (`pre_save`, `get_db_prep_save`), one INSERT per batch
+    (within the database's limit of parameters), all of them in one transaction, the primary keys the database
+    chose set on the objects. Objects with a value the database computes (an expression, a database default), and
+    a database that cannot return the keys of a multi-row insert, go through `bulk_create` itself."""
     if not objects:
         return objects
     model = type(objects[0])
@@ -127,9 +134,11 @@ def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT
     chosen = objects[0].pk is not None
     if any((obj.pk is not None) != chosen or type(obj) is not model for obj in objects):
         raise ValueError("insert() writes new rows of one model, all with a primary key or all without one")
+    connection = connections[using]
+    if not chosen and not connection.features.can_return_rows_from_bulk_insert:
+        return model._default_manager.db_manager(using).bulk_create(objects, batch_size=batch_size)
     fields = [field for field in meta.concrete_fields
               if not field.generated and (chosen or not isinstance(field, AutoField))]
-    connection = connections[using]
     rows = []
     for obj in objects:
         obj._prepare_related_fields_for_save(operation_name="bulk_create")
@@ -138,20 +147,19 @@ def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT
             return model._default_manager.db_manager(using).bulk_create(objects, batch_size=batch_size)
         rows.append([field.get_db_prep_save(value, connection=connection) for field, value in zip(
             fields, values, strict=True)])
+    batch_size = max(1, min(batch_size, connection.ops.bulk_batch_size(fields, objects)))
     quote = connection.ops.quote_name
-    returning = meta.db_returning_fields
-    head = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) VALUES ")
-    tail = f" RETURNING {', '.join(quote(field.column) for field in returning)}"
+    head = f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) VALUES "
+    tail = "" if chosen else f" RETURNING {quote(meta.pk.column)}"
     one = f"({', '.join(['%s'] * len(fields))})"
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        with connection.cursor() as cursor:
+    with transaction.atomic(using=using, savepoint=False), connection.cursor() as cursor:
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start:start + batch_size]
             cursor.execute(head + ", ".join([one] * len(batch)) + tail, [value for row in batch for value in row])
-            returned = cursor.fetchall()
-        for obj, values in zip(objects[start:start + batch_size], returned, strict=True):
-            for field, value in zip(returning, values, strict=True):
-                if not (chosen and field is meta.pk):
-                    setattr(obj, field.attname, value)
-            obj._state.adding = False
-            obj._state.db = using
+            if not chosen:
+                for obj, (key,) in zip(objects[start:start + batch_size], cursor.fetchall(), strict=True):
+                    setattr(obj, meta.pk.attname, key)
+    for obj in objects:
+        obj._state.adding = False
+        obj._state.db = using
     return objects

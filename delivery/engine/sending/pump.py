@@ -34,7 +34,6 @@ WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new w
 # At most this many rows per claim: the pump takes in the answers between claims, so a backlog fills the transport in
 # a few rounds instead of one long one during which answers pile up unread (and a crash would repeat them all).
 CLAIM_BATCH = 64
-RECORD_BATCH = CLAIM_BATCH  # answers recorded per turn of the loop
 # New work announced while a backlog drains (another owner's publish, say) is looked for this often and taken by a
 # claim of this size at once, before the next full claim: a fresh delivery waits for the step in progress, not for
 # the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
@@ -147,17 +146,10 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
                 counters.report_slots(PROCESS, transport.active, transport.max_in_flight, time.time())
             if futures or handshakes:
                 wait = 0 if pace.claim_next(claiming, free) else WATCH_SECONDS * 5
-                answered = [future for future in futures if future.done()]
-                if len(answered) >= RECORD_BATCH:  # a turn's worth is waiting already: no group to wait for
-                    done = {*answered, *(future for future in handshakes if future.done())}
-                else:
-                    done = attempts.next_group([*futures, *handshakes], timeout=wait)
+                done = attempts.next_group([*futures, *handshakes], timeout=wait)
                 for future in [future for future in done if future in handshakes]:
                     confirmation.record_handshake(handshakes.pop(future), future.result(), clock())
-                # At most a claim's worth recorded per turn, the earliest started first: between turns the loop
-                # reads announcements and claims, so a quiet owner's fresh row waits for one such group at most,
-                # not for everything a flood's fast endpoints answered meanwhile.
-                delivered = [future for future in futures if future in done][:RECORD_BATCH]
+                delivered = {future for future in done if future in futures}
                 if delivered:
                     sent += attempts.record_sends(delivered, futures, probes, clock())
                 if done:

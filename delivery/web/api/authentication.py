@@ -5,6 +5,7 @@ base.py)."""
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS
+from django.utils.translation import gettext_lazy as _
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
@@ -47,14 +48,15 @@ class HeraldTokenAuthentication(TokenAuthentication):
         return self.authenticate_credentials(key)
 
     def authenticate_credentials(self, key):
-        """DRF's lookup (the key's token and user, refused if missing or inactive) as one compiled statement."""
+        """DRF's lookup (the key's token and user, refused if missing or inactive, in DRF's words) as one
+        compiled statement."""
         found = instance(TOKEN, key)
         if found is None:
-            raise AuthenticationFailed("Invalid token.")
+            raise AuthenticationFailed(_("Invalid token."))
         token_columns = columns(Token)
         user = get_user_model().from_db(DEFAULT_DB_ALIAS, columns(get_user_model()), found[len(token_columns):])
         if not user.is_active:
-            raise AuthenticationFailed("User inactive or deleted.")
+            raise AuthenticationFailed(_("User inactive or deleted."))
         token = Token.from_db(DEFAULT_DB_ALIAS, token_columns, found[:len(token_columns)])
         Token.user.field.set_cached_value(token, user)
         return user, token

@@ -58,8 +58,8 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         """A topic by id or by name (names are the requester's own; a name made of digits is read as an id first)."""
         value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
         numeric = value.isascii() and value.isdigit() and len(value) < 19
-        user = self.request.user
-        if tenant_of(self.request) is None and user.is_authenticated and not user.is_staff:  # an owner's own
+        user = self.request.user  # an owner's own, through a compiled statement (users keyed by an integer)
+        if tenant_of(self.request) is None and user.is_authenticated and not user.is_staff and type(user.pk) is int:
             found = instance(OWN_TOPIC_BY_ID, user.pk, int(value)) if numeric else None
             found = found or instance(OWN_TOPIC_BY_NAME, user.pk, value)
         else:

@@ -94,3 +94,13 @@ def test_a_batch_counts_its_entries_against_the_publish_rate(api, receiver, monk
     limited = batch(api, topic, [{"id": str(n), "payload": n} for n in range(2)])
     assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
     assert Message.objects.count() == 4
+
+
+def test_a_batch_whose_every_entry_is_refused_answers_each_and_publishes_nothing(api, receiver):
+    topic, _ = subscribe(api, receiver)
+    response = batch(api, topic, [{"id": "a"}, {"id": "b", "payload": 1, "attributes": {"x": {"y": 1}}}])
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["successful"] == [] and [f["id"] for f in body["failed"]] == ["a", "b"]
+    assert Message.objects.count() == 0
+    assert message_publish_batch(topic=Topic.objects.get(), entries=[]) == []

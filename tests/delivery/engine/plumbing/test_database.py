@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from django.db import transaction
-from django.db.models import Value
+from django.db.models import Count, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -109,6 +109,12 @@ def test_a_statement_refuses_a_shape_it_cannot_run_again():
         Statement(lambda name: Topic.objects.filter(name__icontains=name), str).rows("ord")
     with pytest.raises(ValueError, match="every column of one model"):
         Statement(lambda pk: Topic.objects.filter(pk=pk).select_related("owner"), int).rows(1)
+    with pytest.raises(ValueError, match="every column of one model, and nothing else"):
+        Statement(lambda pk: Topic.objects.filter(pk=pk).annotate(n=Count("subscriptions")), int).rows(1)
+    for shape in (lambda pk: Topic.objects.filter(pk=pk).values("id"),
+                  lambda pk: Topic.objects.filter(pk=pk).values_list("id", flat=True)):
+        with pytest.raises(ValueError, match="instances or values_list's tuples"):
+            Statement(shape, int).rows(1)
     with pytest.raises(TypeError):
         Statement(lambda when: Topic.objects.filter(created_at__lt=when), object)
 

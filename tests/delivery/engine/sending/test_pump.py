@@ -174,32 +174,3 @@ def test_the_pace_looks_for_handshakes_once_an_interval():
     assert pace.time_for_handshakes(5.0 + pump.LOOK_INTERVAL_SECONDS)
     pace.announced_while_lingering(3)
     assert pace.time_for_handshakes(5.3) and pace.seen == 3 and pace.more_due and pace.freed
-
-
-def test_answers_that_arrive_together_are_recorded_a_claims_worth_per_turn_earliest_first(user, redis_conn,
-                                                                                          monkeypatch, settings):
-    """A flood's fast endpoints answer hundreds of sends at once; recording them all in one turn would keep the
-    loop from the announcements and claims between turns (a quiet owner's fresh row would wait for all of it)."""
-    settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT = 150  # all 150 in flight to the one endpoint, then all answered
-    topic, _ = subscribe(user, "together", "http://127.0.0.1:9/a")
-    for n in range(150):
-        message_publish(topic=topic, payload={"n": n})
-
-    class AllAtOnce(FakeTransport):
-        def submit(self, request, **kwargs):
-            future = super().submit(request, **kwargs)
-            if len(self.open) == 150:
-                self.answer()
-            return future
-
-    groups, record = [], pump.attempts.record_sends
-
-    def recorded(done, futures, probes, now):
-        groups.append([futures[future].delivery.id for future in done])
-        return record(done, futures, probes, now)
-
-    monkeypatch.setattr(pump.attempts, "record_sends", recorded)
-    assert pump.drain("deliveries", transport=AllAtOnce(instant=False), clock=lambda: CLOCK) == 150
-    assert [len(group) for group in groups] == [pump.RECORD_BATCH, pump.RECORD_BATCH, 150 - 2 * pump.RECORD_BATCH]
-    assert [delivery_id for group in groups for delivery_id in group] == sorted(
-        Delivery.objects.values_list("id", flat=True))  # in the order they were sent
