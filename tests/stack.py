@@ -10,6 +10,7 @@ runs as the `postgres` user.
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,9 @@ def main(argv: list[str]) -> int:
         raise SystemExit("usage: tests/stack.py -- COMMAND...")
     env = dict(os.environ)
     stops = []
+    # SIGTERM (a `timeout`, a CI runner giving up) ends the command and stops what was started here, as Ctrl-C
+    # does: by default it would end this process alone and leave its PostgreSQL running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     workdir = tempfile.mkdtemp(prefix="herald-stack-")
     os.chmod(workdir, 0o755)
     try:
