@@ -640,6 +640,26 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().split
     return rows
 
 
+def measured_publish(bench: Bench, row, topic: int, count: int, name: str, ceiling=None, ceiling_name: str = "",
+                     *, threads: int = THREADS) -> None:
+    """`count` REST publishes from `threads` threads, reported with their p50/p99 and the CPU per 1,000."""
+    before = bench.cpu()
+    rate, latencies = bench.publish_many(topic, count, threads=threads)
+    cpu = spent(before, bench.cpu())
+    row(name, rate, "msgs/s", ceiling, ceiling_name, p50_ms=round(pct(latencies, 0.5), 1),
+        p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, count))
+    print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
+    print(cpu_line(cpu, count, "publishes"))
+
+
+def measured_drain(bench: Bench, row, count: int, name: str, ceiling=None, ceiling_name: str = "",
+                   *, workers: int = 2) -> None:
+    """`bench.drain(count, workers)`, reported with the CPU per 1,000 deliveries."""
+    seconds, cpu = bench.drain(count, workers)
+    row(name, count / seconds, "deliveries/s", ceiling, ceiling_name, **per_thousand(cpu, count))
+    print(cpu_line(cpu, count, "deliveries"))
+
+
 def scenarios(bench: Bench, quick: bool) -> list[dict]:
     scale = 0.3 if quick else 1.0
     rows: list[dict] = []
@@ -649,23 +669,14 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     # Publishing, workers stopped.
     root = bench.api_root_rate()
     topic = bench.reset({"fast": 1})
-    publishes, before = int(2000 * scale), bench.cpu()
-    rate, latencies = bench.publish_many(topic, publishes)
-    cpu = spent(before, bench.cpu())
-    row("publish via REST, 8 threads", rate, "msgs/s", root, "API root reads/s",
-        p50_ms=round(pct(latencies, 0.5), 1), p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
-    print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
-    print(cpu_line(cpu, publishes, "publishes"))
+    measured_publish(bench, row, topic, int(2000 * scale), "publish via REST, 8 threads", root, "API root reads/s")
     rate, _ = bench.publish_many(topic, int(20000 * scale), batch=100)
     row("publish-batch via REST (100/request), 8 threads", rate, "msgs/s", root, "API root reads/s")
 
     # A backlog, drained.
     loop = requests_loop_rate(fast_url)
     messages = int(10000 * scale)
-    seconds, cpu = bench.drain(messages)
-    row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
-        "requests.Session loop", **per_thousand(cpu, messages))
-    print(cpu_line(cpu, messages, "deliveries"))
+    measured_drain(bench, row, messages, f"drain {messages} deliveries, 2 workers", loop, "requests.Session loop")
 
     # The same drain beside a million pending deliveries that are not yet due.
     backlog = int(1_000_000 * scale)
@@ -831,19 +842,10 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
     scale = 0.3 if quick else 1.0
     topic = bench.reset({"fast": 1})
     bench.publish_many(topic, 50)  # gunicorn's workers warm
-    publishes, before = int(2000 * scale), bench.cpu()
-    rate, latencies = bench.publish_many(topic, publishes)
-    cpu = spent(before, bench.cpu())
-    row("publish via REST, 8 threads", rate, "msgs/s", None, "", p50_ms=round(pct(latencies, 0.5), 1),
-        p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
-    print(f"{'':<52}p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms")
-    print(cpu_line(cpu, publishes, "publishes"))
+    measured_publish(bench, row, topic, int(2000 * scale), "publish via REST, 8 threads")
     loop = requests_loop_rate(f"http://127.0.0.1:{bench.receiver_port}/fast/0")
     messages = int(10000 * scale)
-    seconds, cpu = bench.drain(messages)
-    row(f"drain {messages} deliveries, 2 workers", messages / seconds, "deliveries/s", loop,
-        "requests.Session loop", **per_thousand(cpu, messages))
-    print(cpu_line(cpu, messages, "deliveries"))
+    measured_drain(bench, row, messages, f"drain {messages} deliveries, 2 workers", loop, "requests.Session loop")
     return rows
 
 
@@ -855,28 +857,19 @@ def scale_out(bench: Bench, quick: bool) -> list[dict]:
     row = reporter(rows)
     scale = 0.3 if quick else 1.0
     publishes, messages = int(2000 * scale), int(10000 * scale)
-    single = None
     for webs in (1, 2, 4):
         bench.restart_web(webs)
         topic = bench.reset({"fast": 1})
         bench.publish_many(topic, 20 * webs)
-        before = bench.cpu()
-        rate, latencies = bench.publish_many(topic, publishes, threads=16)
-        cpu = spent(before, bench.cpu())
-        single = single or rate
-        row(f"publish via REST, {webs} web worker{'s' if webs > 1 else ''}, 16 threads", rate, "msgs/s",
-            single if webs > 1 else None, "1 web worker" if webs > 1 else "", p50_ms=round(pct(latencies, 0.5), 1),
-            p99_ms=round(pct(latencies, 0.99), 1), **per_thousand(cpu, publishes))
-        print(cpu_line(cpu, publishes, "publishes"))
+        one = (rows[0]["value"], "1 web worker") if rows else (None, "")
+        measured_publish(bench, row, topic, publishes, f"publish via REST, {webs} web worker{'s' * (webs > 1)}, "
+                         f"16 threads", *one, threads=16)
     bench.restart_web()
-    single = None
+    first = len(rows)
     for workers in (1, 2, 4):
-        seconds, cpu = bench.drain(messages, workers)
-        rate = messages / seconds
-        single = single or rate
-        row(f"drain {messages} deliveries, {workers} worker{'s' if workers > 1 else ''}", rate, "deliveries/s",
-            single if workers > 1 else None, "1 worker" if workers > 1 else "", **per_thousand(cpu, messages))
-        print(cpu_line(cpu, messages, "deliveries"))
+        one = (rows[first]["value"], "1 worker") if len(rows) > first else (None, "")
+        measured_drain(bench, row, messages, f"drain {messages} deliveries, {workers} worker{'s' * (workers > 1)}",
+                       *one, workers=workers)
     return rows
 
 

@@ -62,9 +62,9 @@ class Statement:
         self._compiled = None
 
     def rows(self, *values) -> list:
-        sql, slots, converters, model, names = self._compiled or self._compile()
         if len(values) != len(self.kinds):
             raise TypeError(f"this statement takes {len(self.kinds)} values, not {len(values)}")
+        sql, slots, converters, model, names = self._compiled or self._compile()
         params = [values[slot] if isinstance(slot, int) else slot[0] for slot in slots]
         connection = connections[self.using]
         with connection.cursor() as cursor:

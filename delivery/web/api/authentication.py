@@ -3,6 +3,8 @@ clients and API tools send for a token. A tenant's key (`htk_…`) authenticates
 access as `request.auth`: every Herald view then narrows what it shows and does to that tenant (ownership.py,
 base.py)."""
 
+import functools
+
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS
 from django.utils.translation import gettext_lazy as _
@@ -14,8 +16,9 @@ from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.database import Statement, instance
 
 
-def columns(model) -> list[str]:
-    return [field.attname for field in model._meta.concrete_fields]
+@functools.cache
+def columns(model) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
 
 
 # A token and its user in one statement compiled once per process (every API request asks it).
@@ -53,8 +56,8 @@ class HeraldTokenAuthentication(TokenAuthentication):
         found = instance(TOKEN, key)
         if found is None:
             raise AuthenticationFailed(_("Invalid token."))
-        token_columns = columns(Token)
-        user = get_user_model().from_db(DEFAULT_DB_ALIAS, columns(get_user_model()), found[len(token_columns):])
+        token_columns, user_model = columns(Token), get_user_model()
+        user = user_model.from_db(DEFAULT_DB_ALIAS, columns(user_model), found[len(token_columns):])
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
         token = Token.from_db(DEFAULT_DB_ALIAS, token_columns, found[:len(token_columns)])
