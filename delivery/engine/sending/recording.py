@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from django.db import DatabaseError, connection, transaction
 
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock, counters, tracing
+from delivery.engine.plumbing import clock, counters, database, tracing
 from delivery.engine.sending import spans
 from delivery.engine.state import announce, health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
@@ -187,10 +187,10 @@ def store_attempts(rows: list[Attempt]) -> None:
     columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
+            preparers = [(database.preparer(field, connection), field.attname) for field in COPIED]
             for attempt in rows:
                 attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
-                copy.write_row([field.get_db_prep_save(getattr(attempt, field.attname), connection)
-                                for field in COPIED])
+                copy.write_row([prepare(getattr(attempt, attname)) for prepare, attname in preparers])
 
 
 def write_back_and_settle(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
