@@ -16,6 +16,7 @@ django.setup()
 
 from django.db import connections  # noqa: E402
 
+from delivery import heap  # noqa: E402
 from delivery.engine.plumbing import availability, counters  # noqa: E402
 
 
@@ -32,4 +33,5 @@ def on_starting(server):
 
 
 def post_fork(server, worker):
+    heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
     counters.buffer()  # each web worker adds its operators' counters to Redis once a second, not two per publish

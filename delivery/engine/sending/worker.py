@@ -25,6 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.exceptions import StopRequested
 from rq.worker import SimpleWorker
 
+from delivery import heap
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, counters
 from delivery.engine.sending import pump
@@ -130,6 +131,7 @@ class HeraldWorker(SimpleWorker):
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
         counters.buffer()  # the operators' counters: a tally added once a second, not a pipeline per batch
+        heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
         worked = False
         while True:
             try:
