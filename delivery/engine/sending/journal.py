@@ -13,6 +13,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from datetime import datetime
 
 from delivery.engine.plumbing import availability, redis_link
@@ -32,6 +33,7 @@ def _key(delivery_id: int) -> str:
 _pending: queue.Queue = queue.Queue()
 _failing = False  # the last write failed (Redis away)
 CAUTIOUS_IN_FLIGHT = 8  # what a worker keeps in flight while its answers cannot be journaled
+GATHER_SECONDS = 0.005  # a writer's wait for more answers before it writes (attempts.GROUP_SECONDS is 0.02)
 _writer: threading.Thread | None = None
 _writer_lock = threading.Lock()
 
@@ -82,6 +84,10 @@ def _start_writer() -> None:
 def _write_forever() -> None:
     while True:
         batch = [_pending.get()]
+        # Answers come in bursts (a claim's sends complete together): what arrives within GATHER_SECONDS of the
+        # first goes in the same pipeline, one write instead of one per few answers (a tenth of a worker's CPU was
+        # this thread). An answer is journaled at most this much later; its recording comes later still.
+        time.sleep(GATHER_SECONDS)
         while True:
             try:
                 batch.append(_pending.get_nowait())
