@@ -26,6 +26,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import dataclasses
+import functools
 import threading
 import time
 from collections import Counter
@@ -138,6 +139,7 @@ class Transport:
         self.max_stalled = STALLED_PER_SLOT * max_in_flight
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
+        self._starting: list = []  # submitted, not yet started on the loop: (future, context, the send's arguments)
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(started,), name="herald-transport", daemon=True)
@@ -182,13 +184,30 @@ class Transport:
         tenant) for the share of slots; `start_by` is a monotonic time after which it is not sent (the future then
         answers None)."""
         slot = _Slot(share)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.add_done_callback(self._done)
+        # A claim's sends are submitted in a burst: the first wakes the loop, the rest join it (one wake-up, not
+        # one per send). Each starts in the context it was submitted from.
         with self._lock:
             self._pending += 1
             self._active += 1
             self._active_by_share[share] += 1
-        future = asyncio.run_coroutine_threadsafe(self._send(request, timeout, key, start_by, slot), self.loop)
-        future.add_done_callback(self._done)
+            self._starting.append((future, contextvars.copy_context(), (request, timeout, key, start_by, slot)))
+            wake = len(self._starting) == 1
+        if wake:
+            self.loop.call_soon_threadsafe(self._start_submitted)
         return future
+
+    def _start_submitted(self) -> None:
+        """On the loop: a task for each send submitted since the last wake-up, its answer passed to its future."""
+        with self._lock:
+            starting, self._starting = self._starting, []
+        for future, context, (request, timeout, key, start_by, slot) in starting:
+            if future.cancelled():  # before it started (a send that started runs to its answer)
+                self._give_back(slot)
+                continue
+            task = self.loop.create_task(self._send(request, timeout, key, start_by, slot), context=context)
+            task.add_done_callback(functools.partial(_answer, future))
 
     def _done(self, _future) -> None:
         with self._lock:
@@ -329,6 +348,17 @@ class Transport:
         asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
+
+
+def _answer(future: concurrent.futures.Future, task: asyncio.Task) -> None:
+    """A send's task is done: its future gets the answer (or is cancelled with it, as the loop shuts down)."""
+    if task.cancelled():
+        future.cancel()
+    elif future.set_running_or_notify_cancel():
+        if task.exception() is not None:
+            future.set_exception(task.exception())
+        else:
+            future.set_result(task.result())
 
 
 def with_bearer(request: OutgoingRequest, token: str) -> OutgoingRequest:
