@@ -155,3 +155,21 @@ def test_concurrent_write_backs_of_failures_count_exactly(api, receiver):
     endpoint = Endpoint.objects.get(id=endpoint_id)
     assert (endpoint.consecutive_failures, endpoint.window_attempts, endpoint.window_failures) == (400, 400, 400)
     assert health.window_totals(endpoint_id, timezone.now()) == (400, 400)
+
+
+def test_a_group_of_results_moves_each_counter_as_its_outcomes_say(django_user_model, settings):
+    """A group's results in order: the failures after its last success are the consecutive ones; a group without
+    a success adds to them; each time is set only by a result of its kind."""
+    settings.HERALD_DISABLE_MIN_ATTEMPTS = 1000  # no transition here: the counters only
+    owner = django_user_model.objects.create(username="counted")
+    endpoint = Endpoint.objects.create(owner=owner, url="https://example.com/counted")
+    t0 = timezone.now()
+    steps = [([True, False, False], t0, (2, 3, 2), t0, t0),
+             ([False, False], t0 + timedelta(seconds=1), (4, 5, 4), t0, t0 + timedelta(seconds=1)),
+             ([True, True], t0 + timedelta(seconds=2), (0, 7, 4), t0 + timedelta(seconds=2), t0 + timedelta(seconds=1))]
+    for outcomes, now, counters, success_at, failure_at in steps:
+        health.record_results(endpoint.id, outcomes, now)
+        endpoint.refresh_from_db()
+        assert (endpoint.consecutive_failures, endpoint.window_attempts, endpoint.window_failures) == counters
+        assert (endpoint.last_success_at, endpoint.last_failure_at) == (success_at, failure_at)
+    assert health.window_totals(endpoint.id, t0 + timedelta(seconds=2)) == (7, 4)
