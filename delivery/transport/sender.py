@@ -140,6 +140,7 @@ class Transport:
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
         self._starting: list = []  # submitted, not yet started on the loop: (future, context, the send's arguments)
+        self._tasks: set = set()  # the sends running on the loop
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(started,), name="herald-transport", daemon=True)
@@ -192,10 +193,9 @@ class Transport:
             self._pending += 1
             self._active += 1
             self._active_by_share[share] += 1
+            if not self._starting:  # the wake-up first: a submit cut short after it leaves an empty wake-up only
+                self.loop.call_soon_threadsafe(self._start_submitted)
             self._starting.append((future, contextvars.copy_context(), (request, timeout, key, start_by, slot)))
-            wake = len(self._starting) == 1
-        if wake:
-            self.loop.call_soon_threadsafe(self._start_submitted)
         return future
 
     def _start_submitted(self) -> None:
@@ -207,6 +207,8 @@ class Transport:
                 self._give_back(slot)
                 continue
             task = self.loop.create_task(self._send(request, timeout, key, start_by, slot), context=context)
+            self._tasks.add(task)  # the loop holds its tasks weakly
+            task.add_done_callback(self._tasks.discard)
             task.add_done_callback(functools.partial(_answer, future))
 
     def _done(self, _future) -> None:

@@ -8,24 +8,23 @@ from collections import Counter
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from delivery.conf import herald
 from delivery.engine.claiming import due_work
 from delivery.engine.plumbing import database
-from delivery.engine.plumbing.database import Statement
+from delivery.engine.plumbing.database import AnyOf, Statement
 from delivery.engine.state import lifecycle, transitions
 from delivery.engine.state.effective import subscription_policy
 from delivery.models import Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Endpoint, Subscription, Topic
 
-database.register_any_of(*(model._meta.pk for model in (Subscription, Topic, Message, Endpoint)))
 # What a claim loads for its rows, each by a list of keys (one statement whatever their number; PostgreSQL).
-SUBSCRIPTIONS = Statement(lambda ids: Subscription.objects.filter(pk__any_of=ids), list, bound=True)
-TOPICS = Statement(lambda ids: Topic.objects.filter(pk__any_of=ids), list, bound=True)
-MESSAGES = Statement(lambda ids: Message.objects.filter(pk__any_of=ids), list, bound=True)
-ENDPOINTS = Statement(lambda ids: Endpoint.objects.filter(pk__any_of=ids), list, bound=True)
+SUBSCRIPTIONS = Statement(lambda ids: Subscription.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
+TOPICS = Statement(lambda ids: Topic.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
+MESSAGES = Statement(lambda ids: Message.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
+ENDPOINTS = Statement(lambda ids: Endpoint.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
 
 
 def claim(delivery_ids: list[int], now) -> list[Delivery]:
@@ -90,6 +89,8 @@ def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str
     if not ids:
         return []
     subscriptions = _subscriptions(subscription_ids)
+    if not subscriptions:
+        return []
     longest = max(subscription_policy(s).timeout_seconds for s in subscriptions.values())
     window, margin = herald.SEND_START_WINDOW_SECONDS, herald.LEASE_MARGIN_SECONDS
     lease = now + timedelta(seconds=window + longest + margin)
@@ -126,8 +127,9 @@ def _subscriptions(keys: set[int]) -> dict[int, Subscription]:
     subscriptions = _by_key(SUBSCRIPTIONS, Subscription, keys)
     topics = _by_key(TOPICS, Topic, {s.topic_id for s in subscriptions.values()})
     for subscription in subscriptions.values():
-        subscription.topic = topics[subscription.topic_id]
-    return subscriptions
+        subscription.topic = topics.get(subscription.topic_id)
+    # a topic deleted between the two reads takes its subscriptions and their deliveries with it: nothing to claim
+    return {key: s for key, s in subscriptions.items() if s.topic is not None}
 
 
 # The status test of a statement that finds its rows by primary key, spelled so that no partial index of pending or
@@ -152,11 +154,12 @@ def _lease(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[D
         table = Delivery._meta.db_table
         assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
         fields = list(Delivery._meta.concrete_fields)
-        by = "ctid = ANY(%b::tid[]) AND (id + 0)" if at else "id"
+        array = database.array_parameter()
+        by = f"ctid = ANY({array}::tid[]) AND (id + 0)" if at else "id"
         with database.bound_cursor() as cursor:
             cursor.execute(
                 f"""UPDATE {table} AS d SET {assignments}
-                    FROM (SELECT ctid FROM {table} WHERE {by} = ANY(%b::bigint[])
+                    FROM (SELECT ctid FROM {table} WHERE {by} = ANY({array}::bigint[])
                             AND {status_by_key()} = %s AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED) AS won
                     WHERE d.ctid = won.ctid
                     RETURNING {", ".join(f"d.{f.column}" for f in fields)}""",
@@ -185,8 +188,7 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     names = sorted({name for changes in updates.values() for name in changes})
     fields = [Delivery._meta.get_field(name) for name in names]
     by_id = {d.id: d for d in claimed}
-    # One array per column: the statement (and its prepared plan) is the same whatever the number of rows. Arrays
-    # go in binary (`%b`): psycopg writes their text form in Python, six times slower.
+    # One array per column: the statement is the same whatever the number of rows; the arrays go in binary.
     columns: list[list] = [list(updates), [leases[delivery_id] for delivery_id in updates]]
     for field in fields:
         prepare, name, attname = database.preparer(field, connection), field.name, field.attname
@@ -196,7 +198,7 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     table = Delivery._meta.db_table
     assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
     names_of = ", ".join(["id", "lease"] + [f.column for f in fields])
-    arrays = ", ".join(f"%b::{kind}[]" for kind in types)
+    arrays = ", ".join(f"{database.array_parameter()}::{kind}[]" for kind in types)
     with database.bound_cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM unnest({arrays}) AS v({names_of}) "

@@ -1,7 +1,7 @@
 """Sends that were answered but may not be recorded yet, kept in Redis until the database has them.
 
-Each answer is written here the moment it arrives (a writer thread batches them into one pipeline), independently
-of recording it in PostgreSQL. If it dies before
+Each answer is written here within a few milliseconds of its arrival (a writer thread gathers a burst of them into
+one pipeline), independently of recording it in PostgreSQL. If it dies before
 recording (kill -9, a crash while the database is away), the reconciler finds the answer here when the row's lease
 runs out and records it as the attempt it was, instead of counting a `lease_expired` try and sending the message
 again. An entry names the lease it was sent under, so it is only ever applied to the try it belongs to; entries
@@ -86,7 +86,7 @@ def _write_forever() -> None:
         batch = [_pending.get()]
         # Answers come in bursts (a claim's sends complete together): what arrives within GATHER_SECONDS of the
         # first goes in the same pipeline, one write instead of one per few answers (a tenth of a worker's CPU was
-        # this thread). An answer is journaled at most this much later; its recording comes later still.
+        # this thread). An answer is journaled up to this much later: a worker killed in between repeats it.
         time.sleep(GATHER_SECONDS)
         while True:
             try:
