@@ -32,6 +32,10 @@ def on_starting(server):
             signal.signal(sig, handler)
 
 
+def pre_fork(server, worker):
+    heap.freeze()  # in the master: what start-up built is not the collector's to walk again (delivery/heap.py)
+
+
 def post_fork(server, worker):
-    heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
+    heap.collect_less_often()
     counters.buffer()  # each web worker adds its operators' counters to Redis once a second, not two per publish

@@ -7,6 +7,7 @@ import pytest
 from django_rq import get_queue
 from rest_framework.test import APIClient
 
+from delivery import heap
 from delivery.engine.accounts import tenancy
 from delivery.engine.sending import attempts
 from delivery.engine.sending.worker import HeraldWorker
@@ -73,8 +74,9 @@ def test_a_tenants_attempt_lines_name_the_tenant(api, receiver, caplog, redis_co
     assert record.herald["tenant"] == "acme" and "tenant=acme" in record.getMessage()
 
 
-def test_the_worker_keeps_rqs_per_job_lines_off(redis_conn, settings):
+def test_the_worker_keeps_rqs_per_job_lines_off(redis_conn, settings, monkeypatch):
     settings.HERALD_RQ_LOG_LEVEL = "WARNING"
+    monkeypatch.setattr(heap, "settle", lambda: None)  # the test process's collector is left as it is
     worker = HeraldWorker([get_queue("deliveries")], connection=redis_conn)
     worker.work(burst=True, logging_level="INFO")  # what `rqworker` asks for
     assert logging.getLogger("rq.worker").level == logging.WARNING

@@ -34,11 +34,18 @@ def test_settling_freezes_what_start_up_built_and_collects_the_young_less_often(
     assert young == heap.YOUNG_GENERATION > 700
 
 
-def test_each_web_worker_settles_its_heap_once_forked():
-    """gunicorn's post_fork hook, as gunicorn calls it in each forked web worker."""
-    before, after, young = frozen_and_young("import project.gunicorn as config", "config.post_fork(None, None)")
+def test_each_web_worker_starts_frozen_and_collects_less_often():
+    """gunicorn's hooks as it calls them: pre_fork in the master (whose frozen heap the fork inherits), post_fork
+    in each web worker."""
+    before, after, young = frozen_and_young("import project.gunicorn as config",
+                                            "config.pre_fork(None, None); config.post_fork(None, None)")
     assert before == 0 and after > 10_000
     assert young == heap.YOUNG_GENERATION
+
+
+def test_a_threshold_set_by_someone_else_is_left_alone():
+    _, _, young = frozen_and_young("import gc; gc.set_threshold(1234); from delivery import heap", "heap.settle()")
+    assert young == 1234
 
 
 @pytest.mark.django_db(transaction=True)
