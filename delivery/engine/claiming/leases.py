@@ -198,7 +198,8 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     table = Delivery._meta.db_table
     assignments = ", ".join(f"{f.column} = v.{f.column}" for f in fields)
     names_of = ", ".join(["id", "lease"] + [f.column for f in fields])
-    arrays = ", ".join(f"{database.array_parameter()}::{kind}[]" for kind in types)
+    array = database.array_parameter()
+    arrays = ", ".join(f"{array}::{kind}[]" for kind in types)
     with database.bound_cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM unnest({arrays}) AS v({names_of}) "

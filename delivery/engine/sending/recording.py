@@ -181,7 +181,7 @@ def store_attempts(rows: list[Attempt]) -> None:
     on them do not see it.)"""
     if not rows:
         return
-    if connection.vendor != "postgresql" or connection.Database.__name__ != "psycopg":
+    if not database.on_psycopg3(connection):
         Attempt.objects.bulk_create(rows)
         return
     columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
