@@ -282,8 +282,9 @@ def write_one(delivery: Delivery, changes: dict, attempt: Attempt | None) -> set
 
 
 def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> None:
-    """Endpoint counters, one endpoint at a time: a failure with one endpoint's record never touches another's. A
-    request counts once, so one failed batch is one failure, not one per event."""
+    """Endpoint counters: every endpoint's together (health.count_results; one by one if that fails, so that a
+    failure with one endpoint's record never touches another's), then a look at each endpoint that failed, went
+    or was probed. A request counts once, so one failed batch is one failure, not one per event."""
     by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
     counted = set()  # a batch's request is one result for its endpoint, however many deliveries it carried
     for tried in tries:
@@ -294,8 +295,11 @@ def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> 
                 counted.add(id(tried.request))
         seen["gone"] |= tried.delivery.id in gone
         seen["probe"] |= tried.delivery.id in probes
+    health.count_results({endpoint_id: seen["outcomes"] for endpoint_id, seen in by_endpoint.items()}, now)
     for endpoint_id, seen in by_endpoint.items():
-        try:
-            health.record_results(endpoint_id, seen["outcomes"], now, gone=seen["gone"], probe=seen["probe"])
-        except DatabaseError:
-            log.exception("endpoint %s: its health counters could not be updated", endpoint_id)
+        if False in seen["outcomes"] or seen["gone"] or seen["probe"]:
+            try:
+                health.evaluate(endpoint_id, now, gone=seen["gone"],
+                                probe_succeeded=seen["probe"] and seen["outcomes"][-1])
+            except DatabaseError:
+                log.exception("endpoint %s: its health could not be evaluated", endpoint_id)

@@ -6,19 +6,21 @@ crossed record one transition, not two.
 """
 
 import logging
+from contextlib import nullcontext
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Sum
 
 from delivery.conf import herald
-from delivery.engine.plumbing import clock
+from delivery.engine.plumbing import clock, database
 from delivery.engine.plumbing.database import after_commit
 from delivery.engine.state import announce, lifecycle
 from delivery.rules import circuit
 from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket, Subscription
 
+log = logging.getLogger(__name__)
 state_log = logging.getLogger("herald.endpoint")  # one line per endpoint state change (docs/operators.md)
 
 WINDOW_BUCKETS = 24  # the rate window rolls in 1/24 steps (an hour for the default 24 h window)
@@ -83,6 +85,83 @@ def window_totals(endpoint_id: int, now) -> tuple[int, int]:
     return totals["attempts"] or 0, totals["failures"] or 0
 
 
+def _summary(outcomes: list[bool]) -> tuple[int, int, int | None]:
+    """(attempts, failures, the failures after the last success or None if none succeeded) of results in order."""
+    failures = outcomes.count(False)
+    trailing = len(outcomes) - 1 - max(i for i, ok in enumerate(outcomes) if ok) if True in outcomes else None
+    return len(outcomes), failures, trailing
+
+
+def _count_one(endpoint_id: int, outcomes: list[bool], now) -> None:
+    with transaction.atomic():
+        attempts, failures, trailing = _summary(outcomes)
+        _count(endpoint_id, attempts, failures, trailing, now)  # the row's lock, held to the commit
+        _add_to_window(endpoint_id, attempts, failures, now)
+
+
+def _counting_statement() -> str:
+    """Several endpoints' counters and rate-window buckets in one statement (PostgreSQL). The endpoints' rows are
+    locked first, in key order (`locked`), so that two workers counting overlapping endpoints never deadlock, and
+    a bucket is written only for an endpoint whose row was counted (one deleted meanwhile is skipped: its bucket
+    would break the foreign key)."""
+    quote, field = connection.ops.quote_name, Endpoint._meta.get_field
+    names = {name: quote(field(name).column) for name in (
+        "window_attempts", "window_failures", "consecutive_failures", "last_success_at", "last_failure_at")}
+    array = database.array_parameter()
+    return """
+        WITH v (id, attempts, failures, after_success) AS (
+            SELECT * FROM unnest({array}::bigint[], {array}::integer[], {array}::integer[], {array}::integer[])
+        ), locked AS (
+            SELECT {key} AS id FROM {table} WHERE {key} IN (SELECT id FROM v) ORDER BY {key} FOR NO KEY UPDATE
+        ), counted AS (
+            UPDATE {table} AS e SET
+                {window_attempts} = e.{window_attempts} + v.attempts,
+                {window_failures} = e.{window_failures} + v.failures,
+                {consecutive_failures} = COALESCE(v.after_success, e.{consecutive_failures} + v.failures),
+                {last_success_at} = CASE WHEN v.after_success IS NULL THEN e.{last_success_at} ELSE %s::timestamptz END,
+                {last_failure_at} = CASE WHEN v.failures > 0 THEN %s::timestamptz ELSE e.{last_failure_at} END
+            FROM v JOIN locked USING (id) WHERE e.{key} = v.id
+            RETURNING e.{key} AS id
+        )
+        INSERT INTO {buckets} ({endpoint}, bucket, attempts, failures)
+        SELECT v.id, %s, v.attempts, v.failures FROM v JOIN counted USING (id) ORDER BY v.id
+        ON CONFLICT ({endpoint}, bucket) DO UPDATE
+        SET attempts = {buckets}.attempts + excluded.attempts, failures = {buckets}.failures + excluded.failures
+    """.format(array=array, table=quote(Endpoint._meta.db_table), key=quote(Endpoint._meta.pk.column),
+               buckets=quote(EndpointWindowBucket._meta.db_table),
+               endpoint=quote(EndpointWindowBucket._meta.get_field("endpoint").column), **names)
+
+
+def count_results(outcomes: dict[int, list[bool]], now) -> None:
+    """Apply each endpoint's results (True = success, in order) to its counters and its rate window: one statement
+    for them all on PostgreSQL (a worker records a group of answers from many endpoints at once; one transaction
+    per endpoint was most of recording them to slow receivers), an endpoint at a time elsewhere. Every writer of an
+    endpoint's counters takes the endpoint's row first (this, `evaluate`, transitions), so concurrent workers'
+    counts add up exactly. If the one statement fails, each endpoint is counted on its own, so that a failure with
+    one endpoint's counters never touches another's."""
+    outcomes = {endpoint_id: results for endpoint_id, results in sorted(outcomes.items()) if results}
+    if not outcomes:
+        return
+    if database.on_psycopg3(connection):
+        summaries = [_summary(results) for results in outcomes.values()]
+        size = bucket_seconds()
+        try:  # one statement: atomic on its own; a savepoint only inside a caller's transaction
+            with transaction.atomic() if connection.in_atomic_block else nullcontext(), \
+                    database.bound_cursor() as cursor:
+                cursor.execute(_counting_statement(), [
+                    list(outcomes), *(list(column) for column in zip(*summaries, strict=True)),
+                    now, now, int(now.timestamp()) // size * size])
+            return
+        except DatabaseError:
+            log.warning("the health counters of %d endpoints could not be updated together; one by one",
+                        len(outcomes), exc_info=True)
+    for endpoint_id, results in outcomes.items():
+        try:
+            _count_one(endpoint_id, results, now)
+        except DatabaseError:
+            log.exception("endpoint %s: its health counters could not be updated", endpoint_id)
+
+
 def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = False, probe: bool = False) -> None:
     """Apply a batch of attempt outcomes (True = success), in order, to one endpoint; transition if called for.
 
@@ -91,12 +170,8 @@ def record_results(endpoint_id: int, outcomes: list[bool], now, *, gone: bool = 
     written before it, and never written back over a count that came in meanwhile."""
     if not outcomes:
         return
-    failures = outcomes.count(False)
-    trailing = len(outcomes) - 1 - max(i for i, ok in enumerate(outcomes) if ok) if True in outcomes else None
-    with transaction.atomic():
-        _count(endpoint_id, len(outcomes), failures, trailing, now)  # the row's lock, held to the commit
-        _add_to_window(endpoint_id, len(outcomes), failures, now)
-    if failures or gone or probe:
+    _count_one(endpoint_id, outcomes, now)
+    if outcomes.count(False) or gone or probe:
         evaluate(endpoint_id, now, gone=gone, probe_succeeded=probe and outcomes[-1])
 
 

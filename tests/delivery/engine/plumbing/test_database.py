@@ -4,6 +4,7 @@ as their querysets, and shapes that could not be run again refused. `insert`: th
 
 import logging
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import FieldError, ValidationError
@@ -16,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from delivery.engine.accounts import catalog
 from delivery.engine.claiming import leases
 from delivery.engine.intake import fanout
+from delivery.engine.plumbing import database
 from delivery.engine.plumbing.database import Statement, after_commit, insert, preparer
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
@@ -215,3 +217,28 @@ def test_anyof_is_no_lookup_a_filter_can_name():
     API filter could reach."""
     with pytest.raises(FieldError):
         list(Message.objects.filter(pk__any_of=[uuid.uuid4()]))
+
+
+@pytest.mark.skipif(not database.on_psycopg3(connection), reason="server-side binding: PostgreSQL with psycopg 3")
+@pytest.mark.parametrize("session_zone", ["UTC", "Asia/Kolkata"])
+def test_a_bound_cursor_loads_date_times_as_djangos_cursor_does(session_zone):
+    """Date-times read through a bound cursor are the values, with the zone, that Django's own cursor gives: with
+    psycopg's C loader where the session is in UTC (as Django leaves it), with Django's loader otherwise."""
+    sql = ("SELECT t FROM unnest(ARRAY['2026-11-27 03:04:05.123456+00', '1999-12-31 23:59:59+05:30', "
+           "'0001-01-01 00:00:00+00', NULL]::timestamptz[]) AS t")
+    with connection.cursor() as cursor:
+        cursor.execute("SET TIME ZONE %s", [session_zone])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            djangos = cursor.fetchall()
+        with database.bound_cursor() as cursor:
+            cursor.execute(sql)
+            bound = cursor.fetchall()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+    assert bound == djangos
+    assert [value.tzinfo if value else None for (value,) in bound] == [
+        value.tzinfo if value else None for (value,) in djangos]
+    assert [value.utcoffset() for (value,) in bound[:3]] == [timedelta(0)] * 3

@@ -1,17 +1,19 @@
 """Endpoint health through real workers, the real scheduler and a real receiver."""
 
+import logging
 import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from delivery.engine.scheduler import dispatch
 from delivery.engine.state import health
 from delivery.models import Attempt, Delivery
-from subscriptions.models import Endpoint, EndpointTransition
+from subscriptions.models import Endpoint, EndpointTransition, EndpointWindowBucket
 from tests.conftest import publish, subscribe, wait_until
 from tests.receiver import Reply
 
@@ -173,3 +175,77 @@ def test_a_group_of_results_moves_each_counter_as_its_outcomes_say(django_user_m
         assert (endpoint.consecutive_failures, endpoint.window_attempts, endpoint.window_failures) == counters
         assert (endpoint.last_success_at, endpoint.last_failure_at) == (success_at, failure_at)
     assert health.window_totals(endpoint.id, t0 + timedelta(seconds=2)) == (7, 4)
+
+
+def test_several_endpoints_are_counted_in_one_statement_as_one_by_one_would(django_user_model, settings):
+    """A group's results for several endpoints: one statement (PostgreSQL) moves each endpoint's counters and
+    window exactly as counting it alone does; an endpoint deleted meanwhile is skipped, not an error."""
+    settings.HERALD_DISABLE_MIN_ATTEMPTS = 1000
+    owner = django_user_model.objects.create(username="many")
+    together = [Endpoint.objects.create(owner=owner, url=f"https://example.com/t{n}") for n in range(4)]
+    alone = [Endpoint.objects.create(owner=owner, url=f"https://example.com/a{n}") for n in range(4)]
+    shapes = [[True, False, False], [False, False], [True, True], [False, True]]  # each of _count's four shapes
+    t0 = timezone.now()
+    for step in range(3):  # the second and third add to counters and buckets already there
+        now = t0 + timedelta(seconds=step)
+        with CaptureQueriesContext(connection) as queries:
+            health.count_results({endpoint.id: shape for endpoint, shape in zip(together, shapes, strict=True)}
+                                 | {10**12: [False]}, now)  # no such endpoint
+        if connection.vendor == "postgresql":
+            assert len(queries) == 1
+        for endpoint, shape in zip(alone, shapes, strict=True):
+            health.record_results(endpoint.id, shape, now)
+    fields = ("consecutive_failures", "window_attempts", "window_failures", "last_success_at", "last_failure_at")
+    for mine, reference in zip(together, alone, strict=True):
+        mine.refresh_from_db()
+        reference.refresh_from_db()
+        assert [getattr(mine, name) for name in fields] == [getattr(reference, name) for name in fields]
+        assert health.window_totals(mine.id, t0) == health.window_totals(reference.id, t0) != (0, 0)
+    assert not EndpointWindowBucket.objects.filter(endpoint_id=10**12).exists()
+
+
+def test_workers_counting_the_same_endpoints_in_any_order_count_exactly_and_never_deadlock(django_user_model,
+                                                                                           caplog):
+    """Eight workers each counting results for the same six endpoints at once, fifty times, some naming them in
+    the opposite order: every count is there, and no statement failed (a deadlock would have been counted again
+    one endpoint at a time, with a warning)."""
+    owner = django_user_model.objects.create(username="racing")
+    endpoints = [Endpoint.objects.create(owner=owner, url=f"https://example.com/r{n}").id for n in range(6)]
+    start = threading.Barrier(8)
+    errors = []
+
+    def worker(order):
+        try:
+            start.wait()
+            for _ in range(50):
+                health.count_results({endpoint_id: [False] for endpoint_id in order}, timezone.now())
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(endpoints if n % 2 else endpoints[::-1],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("delivery")]
+    for endpoint in Endpoint.objects.filter(id__in=endpoints):
+        assert (endpoint.consecutive_failures, endpoint.window_attempts, endpoint.window_failures) == (400, 400, 400)
+
+
+def test_one_endpoint_whose_counters_cannot_move_does_not_stop_the_others(django_user_model, caplog):
+    """The statement for every endpoint fails when one endpoint's counter would overflow: each is then counted on
+    its own, and only that one is left out (and logged)."""
+    owner = django_user_model.objects.create(username="overflow")
+    full = Endpoint.objects.create(owner=owner, url="https://example.com/full", window_attempts=2**31 - 1)
+    fine = Endpoint.objects.create(owner=owner, url="https://example.com/fine")
+    health.count_results({full.id: [True], fine.id: [False, True]}, timezone.now())
+
+    fine.refresh_from_db()
+    full.refresh_from_db()
+    assert (fine.window_attempts, fine.window_failures, fine.consecutive_failures) == (2, 1, 0)
+    assert full.window_attempts == 2**31 - 1 and full.last_success_at is None
+    assert f"endpoint {full.id}: its health counters could not be updated" in caplog.text
