@@ -304,3 +304,28 @@ def test_a_share_holding_its_room_of_the_slots_gets_nothing_more_and_a_fresh_sha
     assert [d.owner_id for d in claimed] == [bob.id] and more
     alone, _ = leases.claim_due(now, 64, per_endpoint=32, shares=(Counter({(alice.id, 0): 440}), 512))
     assert len(alone) == 8  # without Bob wanting any, Alice may fill up to all but the reserve
+
+
+def test_a_claim_loads_each_row_with_what_the_orm_would_load(django_user_model, redis_conn):
+    """The claimed rows come with their message, endpoint, subscription and topic as the ORM reads them (every
+    column, JSON decoded, times aware); the subscriptions of one topic share its instance."""
+    _, topic = owner_with(django_user_model, "loaded", 3)
+    topic.delivery_policy = {"healthyRetryPolicy": {"numRetries": 2}}
+    topic.save()
+    message_publish_batch(topic=topic, entries=[Entry(payload={"n": n}, attributes={"k": "v"}) for n in range(2)])
+
+    claimed = leases.claim(list(Delivery.objects.values_list("id", flat=True)), timezone.now() + timedelta(seconds=1))
+
+    assert len(claimed) == 6
+    for delivery in claimed:
+        for mine, theirs in [(delivery, Delivery.objects.get(pk=delivery.pk)),
+                             (delivery.message, delivery.message.__class__.objects.get(pk=delivery.message_id)),
+                             (delivery.endpoint, delivery.endpoint.__class__.objects.get(pk=delivery.endpoint_id)),
+                             (delivery.subscription,
+                              delivery.subscription.__class__.objects.get(pk=delivery.subscription_id)),
+                             (delivery.subscription.topic, topic.__class__.objects.get(pk=topic.pk))]:
+            fields = type(theirs)._meta.concrete_fields
+            assert [getattr(mine, f.attname) for f in fields] == [getattr(theirs, f.attname) for f in fields]
+        assert delivery.message.topic is delivery.subscription.topic
+    assert len({id(d.subscription.topic) for d in claimed}) == 1
+    assert claimed[0].subscription.topic.delivery_policy == {"healthyRetryPolicy": {"numRetries": 2}}

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import FieldError, ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Value
+from django.db.models import Count, Value, signals
 from django.db.models.functions import Concat
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -102,7 +102,7 @@ def test_every_hot_statement_answers_what_its_queryset_answers(catalog_world):
         (catalog._validated_of(3), [(owner.id, "order.created", "order.gone", "order.paid")]),
         # a claim's loads: a list of keys, one array parameter
         (leases.SUBSCRIPTIONS, [([s.id for s in subscriptions],), ([],)]),
-        (leases.TOPICS, [([topic.id, topic.id + 1000],)]),
+        (leases.SUBSCRIPTIONS, [([subscriptions[0].id, subscriptions[0].id + 1000],)]),  # with its topic's columns
         (leases.MESSAGES, [([m.id for m in messages],), ([uuid.uuid4()],)]),
         (leases.ENDPOINTS, [([s.endpoint_id for s in subscriptions[:2]],)]),
     ]
@@ -242,3 +242,35 @@ def test_a_bound_cursor_loads_date_times_as_djangos_cursor_does(session_zone):
     assert [value.tzinfo if value else None for (value,) in bound] == [
         value.tzinfo if value else None for (value,) in djangos]
     assert [value.utcoffset() for (value,) in bound[:3]] == [timedelta(0)] * 3
+
+
+def test_instances_are_what_from_db_builds(catalog_world):
+    """`instances` builds each row's model instance as `from_db` does: the same attributes and state, related
+    objects still loaded on access; with a receiver of the model's post_init, through `from_db` itself."""
+    Token.objects.create(user=catalog_world[0])
+    for model in (Topic, Subscription, Endpoint, Token):
+        names = [field.attname for field in model._meta.concrete_fields]
+        rows = list(model.objects.values_list(*names))
+        assert rows, model
+        built = database.instances(model, "default", names, rows)
+        reference = [model.from_db("default", names, row) for row in rows]
+        for mine, theirs in zip(built, reference, strict=True):
+            assert type(mine) is model and mine == theirs
+            assert ({k: v for k, v in vars(mine).items() if k != "_state"}
+                    == {k: v for k, v in vars(theirs).items() if k != "_state"})
+            assert (mine._state.adding, mine._state.db) == (False, "default")
+        if model is Subscription:
+            assert built[0].topic == Topic.objects.get(pk=rows[0][names.index("topic_id")])
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    signals.post_init.connect(receiver, sender=Topic)
+    try:
+        names = [field.attname for field in Topic._meta.concrete_fields]
+        built = database.instances(Topic, "default", names, list(Topic.objects.values_list(*names)))
+    finally:
+        signals.post_init.disconnect(receiver, sender=Topic)
+    assert seen == built
