@@ -37,8 +37,9 @@ def database(url: str, *, pooler: str = "") -> dict:
         config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
         config["CONN_MAX_AGE"] = 0
     # Behind PgBouncer in transaction pooling mode, consecutive transactions of one connection may run on different
-    # server sessions, so nothing may outlive a transaction there. psycopg prepares a statement server-side after 5
-    # uses (PgBouncer 1.18, Debian 12's, cannot route them): off; Django's server-side cursors for iterator()
+    # server sessions, so nothing may outlive a transaction there. Statements prepared server-side (PgBouncer 1.18,
+    # Debian 12's, cannot route them): off, whatever OPTIONS say (Django 5.2 leaves them off unless OPTIONS set
+    # prepare_threshold; psycopg's own default prepares after 5 uses); Django's server-side cursors for iterator()
     # outside a transaction: off. Herald's advisory locks are transaction-scoped already, and it sets nothing per
     # session.
     if pooler == "pgbouncer":
