@@ -134,7 +134,7 @@ def test_a_failed_batch_stores_its_answer_once(api, receiver, redis_conn):
     shown = api.get(f"/api/deliveries/{Attempt.objects.first().delivery_id}/").json()["attempts"][0]
     assert shown["response_body"] == answer.decode() and shown["response_status"] == 500
     assert shown["request_body"].startswith("[")  # the batch as sent, shown on each of its attempts
-    assert list(redis_conn.scan_iter("herald:answered:*")) == []
+    assert list(redis_conn.scan_iter("herald:answers:*")) == []
 
 
 def test_the_preferred_size_cuts_batches(api, receiver, redis_conn):

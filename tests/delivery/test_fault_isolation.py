@@ -361,14 +361,15 @@ def test_a_batch_answer_is_journaled_once_and_forgotten_once_recorded(three, red
     for delivery in claimed:  # one request carried all three: one result
         journal.remember(delivery.id, delivery.lease_until, 1, "deliveries", answer, same_as=claimed[0].id)
     journal.flush()
-    sizes = sorted(redis_conn.memory_usage(key) for key in redis_conn.scan_iter("herald:answered:*"))
+    sizes = sorted(len(value) for key in redis_conn.scan_iter("herald:answers:*")
+                   for value in redis_conn.hvals(key))
     assert len(sizes) == 3 and sizes[1] < 400 < 4096 < sizes[2]  # the answer once, two pointers to it
     found = journal.answered(claimed)
     assert {delivery_id: entry[2].body_excerpt for delivery_id, entry in found.items()} == {
         delivery.id: "x" * 4096 for delivery in claimed}
     journal.forget([delivery.id for delivery in claimed])
     journal.flush()
-    assert list(redis_conn.scan_iter("herald:answered:*")) == []
+    assert list(redis_conn.scan_iter("herald:answers:*")) == []  # a hash without fields is no key
 
 
 @pytest.mark.django_db(transaction=True)
@@ -392,7 +393,7 @@ def test_every_answer_is_journaled_as_it_arrives(three, receiver, redis_conn, mo
     attempts.process(three, "deliveries")
     journal.flush()
 
-    assert sorted(int(key.decode().rsplit(":", 1)[1]) for key in redis_conn.keys("herald:answered:*")) == three
+    assert sorted(int(field) for key in redis_conn.keys("herald:answers:*") for field in redis_conn.hkeys(key)) == three
 
 
 @pytest.mark.django_db(transaction=True)
@@ -408,3 +409,20 @@ def test_while_answers_cannot_be_journaled_the_journal_says_so(monkeypatch):
     journal.remember(1, lease, 1, "deliveries", ok)
     journal.flush()
     assert journal.writable()
+
+
+def test_the_journal_keeps_each_answer_under_its_block_in_the_order_handed_over(redis_conn):
+    """Answers of ids in two blocks, one answered, recorded and answered again (its next try) within one write:
+    each block is one hash that expires by itself, and what is left is the last of each delivery's entries."""
+    first, second = 5 * journal.BLOCK - 1, 5 * journal.BLOCK  # neighbours in two blocks
+    old, new = timezone.now(), timezone.now() + timedelta(minutes=1)
+    ok = SendResult(status=200, duration_ms=1, started_at=time.time())
+    journal._write([(first, old, 1, "deliveries", ok, None), (second, old, 1, "deliveries", ok, None),
+                    (journal.FORGET, [second]), (second, new, 2, "retries", ok, None)])
+
+    assert sorted(key.decode() for key in redis_conn.scan_iter("herald:answers:*")) == [
+        "herald:answers:4", "herald:answers:5"]
+    assert all(0 < redis_conn.ttl(key) <= journal.KEEP_SECONDS for key in redis_conn.scan_iter("herald:answers:*"))
+    entries = journal._read(redis_conn, [first, second, second + 1])
+    assert (entries[first]["number"], entries[second]["number"], entries[second]["queue"]) == (1, 2, "retries")
+    assert entries[second + 1] is None

@@ -4,9 +4,14 @@ Each answer is written here within a few milliseconds of its arrival (a writer t
 one pipeline), independently of recording it in PostgreSQL. If it dies before
 recording (kill -9, a crash while the database is away), the reconciler finds the answer here when the row's lease
 runs out and records it as the attempt it was, instead of counting a `lease_expired` try and sending the message
-again. An entry names the lease it was sent under, so it is only ever applied to the try it belongs to; entries
-expire by themselves. Losing the journal (Redis flushed or down) only brings back the old behaviour: the try counts
-as `lease_expired` and is repeated.
+again. An entry names the lease it was sent under, so it is only ever applied to the try it belongs to. Losing the
+journal (Redis flushed or down) only brings back the old behaviour: the try counts as `lease_expired` and is
+repeated.
+
+Entries are fields of a hash per block of BLOCK delivery ids (`herald:answers:<block>`), the field the delivery's
+id: a burst of answers, mostly of neighbouring ids, is one HSET per block instead of one SET per answer (two
+thirds of this thread's CPU, in redis-py's work per command). A block expires KEEP_SECONDS after its last write; an
+entry goes as soon as its attempt is recorded.
 """
 
 import json
@@ -21,13 +26,22 @@ from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport.sender import SendResult
 
 log = logging.getLogger(__name__)
-KEY = "herald:answered:{}"
+KEY = "herald:answers:{}"
+BLOCK = 1024  # delivery ids per hash
 KEEP_SECONDS = 3 * 3600  # a backstop: entries are deleted as soon as their attempt is recorded
 FORGET = "forget"
 
 
 def _key(delivery_id: int) -> str:
-    return KEY.format(delivery_id)
+    """The hash that holds this delivery's entry."""
+    return KEY.format(delivery_id // BLOCK)
+
+
+def _by_key(delivery_ids) -> dict[str, list[int]]:
+    keys: dict[str, list[int]] = {}
+    for delivery_id in delivery_ids:
+        keys.setdefault(_key(delivery_id), []).append(delivery_id)
+    return keys
 
 
 _pending: queue.Queue = queue.Queue()
@@ -107,15 +121,19 @@ def writable() -> bool:
 
 
 def _write(batch: list) -> None:
-    """One pipeline for everything answered (and recorded) since the last write. The deliveries of one batch
+    """One pipeline for everything answered (and recorded) since the last write, in order: per block, the entries
+    answered one after the other go in one HSET, and the recorded ones out in one HDEL. The deliveries of one batch
     request share its answer: it is written once, under the first of them, and the others point at it. Best
     effort: never raises."""
     global _failing
     try:
         with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=False) as pipe:
+            written: dict[str, dict[int, str]] = {}
             for item in batch:
                 if item[0] == FORGET:
-                    pipe.delete(*[_key(delivery_id) for delivery_id in item[1]])
+                    _flush_entries(pipe, written)
+                    for key, delivery_ids in _by_key(item[1]).items():
+                        pipe.hdel(key, *delivery_ids)
                     continue
                 delivery_id, lease, number, attempt_queue, result, same_as = item
                 entry = {"lease": lease.isoformat(), "number": number, "queue": attempt_queue}
@@ -123,7 +141,8 @@ def _write(batch: list) -> None:
                     entry["same_as"] = same_as
                 else:
                     entry |= _answer(result)
-                pipe.set(_key(delivery_id), json.dumps(entry), ex=KEEP_SECONDS)
+                written.setdefault(_key(delivery_id), {})[delivery_id] = json.dumps(entry)
+            _flush_entries(pipe, written)
             pipe.execute()
         _failing = False
     except Exception as exc:
@@ -131,6 +150,13 @@ def _write(batch: list) -> None:
             availability.redis_failed(exc, log, "could not journal %d answers; a crash before they are recorded "
                                       "would repeat them", len(batch))
         _failing = True
+
+
+def _flush_entries(pipe, written: dict[str, dict[int, str]]) -> None:
+    for key, entries in written.items():
+        pipe.hset(key, mapping=entries)
+        pipe.expire(key, KEEP_SECONDS)
+    written.clear()
 
 
 def _answer(result: SendResult) -> dict:
@@ -148,12 +174,11 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
         return {}
     try:
         connection = redis_link.connection(AttemptQueue.DELIVERIES)
-        values = connection.mget([_key(d.id) for d in deliveries])
-        entries = {d.id: _parsed(value) for d, value in zip(deliveries, values, strict=True)}
-        shared = {entry["same_as"] for entry in entries.values() if entry and "same_as" in entry} - entries.keys()
+        entries = _read(connection, [d.id for d in deliveries])
+        shared = {entry["same_as"] for entry in entries.values()
+                  if entry and isinstance(entry.get("same_as"), int)} - entries.keys()
         if shared:
-            entries.update({i: _parsed(v) for i, v in zip(shared, connection.mget([_key(i) for i in shared]),
-                                                          strict=True)})
+            entries.update(_read(connection, shared))
     except Exception as exc:
         availability.redis_failed(exc, log, "could not read the answers journal")
         return {}
@@ -176,6 +201,17 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
         except (ValueError, KeyError, TypeError):
             log.warning("delivery %s: an unreadable journal entry was ignored", delivery.id)
     return found
+
+
+def _read(connection, delivery_ids) -> dict[int, dict | None]:
+    """{delivery id: its entry or None}, one HMGET per block in one pipeline."""
+    keys = _by_key(delivery_ids)
+    with connection.pipeline(transaction=False) as pipe:
+        for key, ids in keys.items():
+            pipe.hmget(key, ids)
+        values = pipe.execute()
+    return {delivery_id: _parsed(value) for ids, found in zip(keys.values(), values, strict=True)
+            for delivery_id, value in zip(ids, found, strict=True)}
 
 
 def _parsed(value) -> dict | None:
