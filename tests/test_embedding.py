@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
-from django.test import Client
+from django.test import Client, override_settings
 
 import tests.receiver_urls as hooks
 from delivery import signals
@@ -266,7 +266,10 @@ def test_the_outbox_fixture(herald_outbox, orders, user):
 def test_settings_have_defaults_and_read_the_environment(settings):
     assert herald.INLINE_FANOUT == DEFAULTS["INLINE_FANOUT"]
     settings.HERALD_INLINE_FANOUT = 7
-    assert herald.INLINE_FANOUT == 7  # read when used
+    assert herald.INLINE_FANOUT == 7  # kept once read, forgotten when a setting changes
+    with override_settings(HERALD_INLINE_FANOUT=9):
+        assert herald.INLINE_FANOUT == 9
+    assert herald.INLINE_FANOUT == 7
     with pytest.raises(AttributeError):
         herald.NO_SUCH_SETTING  # noqa: B018
     assert from_environment({"HERALD_REQUIRE_CONFIRMATION": "off", "HERALD_MAX_IN_FLIGHT": "64",

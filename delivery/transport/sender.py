@@ -108,11 +108,17 @@ async def pinned(url: str) -> tuple[str, str]:
 def pre_checked(url: str) -> None:
     """IP literals never reach the resolver: check them here (any spelling)."""
     host = urlsplit(url).hostname or ""
+    reason = _literal_refusal(host, allowed_networks())
+    if reason:
+        raise BlockedAddress(f"{host}: {reason}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_refusal(host: str, allowed: tuple) -> str | None:
+    """Why a URL host that is an IP literal may not be sent to (None if it may, or is a name): the same answer for
+    the same host and allowed networks, so it is worked out once, not for every request to it."""
     address = literal_address(host)
-    if address is not None:
-        reason = blocked_reason(address, allowed_networks())
-        if reason:
-            raise BlockedAddress(f"{host}: {reason}")
+    return blocked_reason(address, allowed) if address is not None else None
 
 
 class _Slot:
