@@ -23,7 +23,7 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
   tracing off, and tracing on (OTLP to a local sink), each beside the one before.
 Beside the publish, drain and 200 ms figures: the CPU seconds per 1,000 publishes or deliveries of each process
 kind (web, worker, scheduler, PostgreSQL) and of what shares the machine with them here (Redis, the receiver, this
-script's client threads), read from /proc over the same span.
+script: its client threads and bookkeeping), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
                                [--only cpu|scale-out|noisy-neighbour|slow-neighbours|silent-tenant|tracing]
@@ -164,7 +164,8 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds spent so far by each kind of process: web (gunicorn), worker, scheduler, PostgreSQL; and
-        what shares the machine with them here: Redis, the receiver, and this process (the client threads)."""
+        what shares the machine with them here: Redis, the receiver, and this script ("bench": its client threads
+        and its own bookkeeping)."""
         with open(os.path.join(self.postgres.data, "postmaster.pid")) as f:
             postmaster = int(f.readline())
         return {"web": process_tree_cpu([self.web.pid]),
@@ -173,7 +174,7 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
                 "postgres": process_tree_cpu([postmaster]),
                 "redis": process_tree_cpu([self.redis.pid]),
                 "receiver": process_tree_cpu([self.receiver.pid, *(p.pid for p in self.receivers)]),
-                "client": time.process_time()}
+                "bench": time.process_time()}
 
     def wait_for_web(self) -> None:
         for _ in range(200):

@@ -1,9 +1,12 @@
 """Herald's settings, each with its default, in one place. Read lazily: `herald.REQUIRE_CONFIRMATION` looks up
-`settings.HERALD_REQUIRE_CONFIRMATION` at the moment it is used and falls back to the default here, so a host
-project sets only what it changes, and test overrides apply at once.
+`settings.HERALD_REQUIRE_CONFIRMATION` the first time it is used and falls back to the default here, so a host
+project sets only what it changes; the value is kept until Django's settings change (`override_settings` and
+pytest-django's `settings` apply at once; assigning to `django.conf.settings` directly does not).
 
 `from_environment(os.environ)` reads `HERALD_*` variables into settings (typed by their defaults); Herald's own
 settings module uses it, and a host project may too."""
+
+import threading
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
@@ -101,17 +104,25 @@ class HeraldSettings:
     """`herald.NAME`: `settings.HERALD_NAME` if the project sets it, else the default. Each is read from Django's
     settings once, then kept as an attribute of this object (through Django's settings a read cost 3-5 µs, and a
     delivery reads dozens); a change of Django's settings (`override_settings`, pytest-django's `settings`)
-    forgets them all."""
+    forgets them all. A read that raced with such a change keeps nothing."""
+
+    _lock = threading.Lock()
+    _changes = 0  # settings changes so far
 
     def __getattr__(self, name: str):
         if name not in DEFAULTS:
             raise AttributeError(f"Herald has no setting {name!r}")
+        seen = HeraldSettings._changes
         value = getattr(django_settings, f"HERALD_{name}", DEFAULTS[name])
-        self.__dict__[name] = value
+        with self._lock:
+            if HeraldSettings._changes == seen:
+                self.__dict__[name] = value
         return value
 
     def forget(self) -> None:
-        self.__dict__.clear()
+        with self._lock:
+            HeraldSettings._changes += 1
+            self.__dict__.clear()
 
 
 herald = HeraldSettings()

@@ -1,6 +1,7 @@
 """No fault leaves a delivery stuck, wedged or resent forever: hostile receivers, failing jobs, lost jobs, dead
 workers, a database whose connections were cut, a Redis that restarted."""
 
+import json
 import shutil
 import signal
 import tempfile
@@ -426,3 +427,19 @@ def test_the_journal_keeps_each_answer_under_its_block_in_the_order_handed_over(
     entries = journal._read(redis_conn, [first, second, second + 1])
     assert (entries[first]["number"], entries[second]["number"], entries[second]["queue"]) == (1, 2, "retries")
     assert entries[second + 1] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_journaled_by_a_worker_of_the_previous_version_is_still_found(three, redis_conn):
+    """During a rolling upgrade, an answer a worker of the previous version journaled (one key per delivery) is
+    recorded by the new reconciler, not sent again."""
+    now = timezone.now()
+    [claimed] = leases.claim(three[:1], now)
+    redis_conn.set(journal.OLD_KEY.format(claimed.id), json.dumps({
+        "lease": claimed.lease_until.isoformat(), "number": 1, "queue": "deliveries", "status": 200,
+        "duration_ms": 3, "started_at": now.timestamp(), "headers": {}, "body_excerpt": "ok", "error_class": "",
+        "error_detail": ""}), ex=60)
+
+    assert dispatch.release_expired_leases(claimed.lease_until + timedelta(seconds=1)) == 1
+    claimed.refresh_from_db()
+    assert (claimed.status, Attempt.objects.get(delivery=claimed).response_status) == ("succeeded", 200)

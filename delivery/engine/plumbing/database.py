@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.backends.postgresql import psycopg_any
 from django.db.models import (
     AutoField,
     BigIntegerField,
@@ -53,9 +52,15 @@ from django.db.models.query import ModelIterable, ValuesListIterable
 from django.db.models.query_utils import DeferredAttribute
 
 log = logging.getLogger(__name__)
+
+try:  # psycopg (3 or 2) is the `postgres` extra: a project on SQLite runs without it
+    from django.db.backends.postgresql import psycopg_any
+except ImportError:
+    psycopg_any = None
 # psycopg's own (C) loader of a timestamptz in text, when psycopg 3 is installed
-_C_TIMESTAMPTZ = (psycopg_any.adapters.get_loader(psycopg_any.adapters.types["timestamptz"].oid, 0)  # 0: text
-                  if psycopg_any.is_psycopg3 else None)
+PSYCOPG3 = psycopg_any is not None and psycopg_any.is_psycopg3
+TIMESTAMPTZ = psycopg_any.adapters.types["timestamptz"].oid if PSYCOPG3 else None
+_C_TIMESTAMPTZ = psycopg_any.adapters.get_loader(TIMESTAMPTZ, 0) if PSYCOPG3 else None  # 0: text
 
 
 def after_commit(action, *args, **kwargs) -> None:
@@ -98,8 +103,10 @@ def _load_times(cursor, connection) -> None:
     session's: `timezone.utc` for UTC)."""
     if connection.timezone is UTC and connection.connection.info.parameter_status("TimeZone") == "UTC":
         cursor.adapters.register_loader("timestamptz", _C_TIMESTAMPTZ)
-    else:
-        psycopg_any.register_tzloader(connection.timezone, cursor)
+    else:  # what Django's create_cursor does
+        loader = connection.connection.adapters.get_loader(TIMESTAMPTZ, 0)
+        if getattr(loader, "timezone", None) != connection.timezone:
+            psycopg_any.register_tzloader(connection.timezone, cursor)
 
 
 class AnyOf(Lookup):

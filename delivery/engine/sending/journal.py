@@ -10,8 +10,9 @@ repeated.
 
 Entries are fields of a hash per block of BLOCK delivery ids (`herald:answers:<block>`), the field the delivery's
 id: a burst of answers, mostly of neighbouring ids, is one HSET per block instead of one SET per answer (two
-thirds of this thread's CPU, in redis-py's work per command). A block expires KEEP_SECONDS after its last write; an
-entry goes as soon as its attempt is recorded.
+thirds of this thread's CPU, in redis-py's work per command). An entry goes as soon as its attempt is recorded; a
+block expires KEEP_SECONDS after its last write, with any entry never forgotten (a write lost while Redis was away,
+a worker killed between its commit and the forget).
 """
 
 import json
@@ -28,6 +29,7 @@ from delivery.transport.sender import SendResult
 log = logging.getLogger(__name__)
 KEY = "herald:answers:{}"
 BLOCK = 1024  # delivery ids per hash
+OLD_KEY = "herald:answered:{}"  # an entry as workers before the blocks wrote it: read (a rolling upgrade), not written
 KEEP_SECONDS = 3 * 3600  # a backstop: entries are deleted as soon as their attempt is recorded
 FORGET = "forget"
 
@@ -127,7 +129,8 @@ def _write(batch: list) -> None:
     effort: never raises."""
     global _failing
     try:
-        with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=False) as pipe:
+        # MULTI/EXEC: a block's HSET never without its EXPIRE (a hash without one would never go, nor be evicted)
+        with redis_link.connection(AttemptQueue.DELIVERIES).pipeline(transaction=True) as pipe:
             written: dict[str, dict[int, str]] = {}
             for item in batch:
                 if item[0] == FORGET:
@@ -204,14 +207,20 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
 
 
 def _read(connection, delivery_ids) -> dict[int, dict | None]:
-    """{delivery id: its entry or None}, one HMGET per block in one pipeline."""
+    """{delivery id: its entry or None}, one HMGET per block in one pipeline; for those not found, an entry as a
+    worker of the previous version wrote it (one key each), so that an upgrade does not repeat their sends."""
     keys = _by_key(delivery_ids)
     with connection.pipeline(transaction=False) as pipe:
         for key, ids in keys.items():
             pipe.hmget(key, ids)
         values = pipe.execute()
-    return {delivery_id: _parsed(value) for ids, found in zip(keys.values(), values, strict=True)
-            for delivery_id, value in zip(ids, found, strict=True)}
+    entries = {delivery_id: _parsed(value) for ids, found in zip(keys.values(), values, strict=True)
+               for delivery_id, value in zip(ids, found, strict=True)}
+    missing = [delivery_id for delivery_id, entry in entries.items() if entry is None]
+    if missing:
+        old = connection.mget([OLD_KEY.format(delivery_id) for delivery_id in missing])
+        entries.update({delivery_id: _parsed(value) for delivery_id, value in zip(missing, old, strict=True)})
+    return entries
 
 
 def _parsed(value) -> dict | None:

@@ -54,10 +54,10 @@ def _add_to_window(endpoint_id: int, attempts: int, failures: int, now) -> None:
         )
 
 
-def _count(endpoint_id: int, attempts: int, failures: int, trailing: int | None, now) -> None:
+def _count(endpoint_id: int, attempts: int, failures: int, trailing: int | None, now) -> int:
     """The endpoint's counters moved by a group of results, as increments; `trailing`: the failures after its last
     success (None: it had none). Written as SQL (one of four shapes): the ORM built this UPDATE anew for every
-    group a worker recorded."""
+    group a worker recorded. Returns the rows counted: 0 for an endpoint deleted meanwhile."""
     field = Endpoint._meta.get_field
     sets = ["{window_attempts} = {window_attempts} + %s", "{window_failures} = {window_failures} + %s"]
     params: list = [attempts, failures]
@@ -76,6 +76,7 @@ def _count(endpoint_id: int, attempts: int, failures: int, trailing: int | None,
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {Endpoint._meta.db_table} SET {', '.join(sets).format(**columns)} "
                        f"WHERE {connection.ops.quote_name(Endpoint._meta.pk.column)} = %s", [*params, endpoint_id])
+        return cursor.rowcount
 
 
 def window_totals(endpoint_id: int, now) -> tuple[int, int]:
@@ -95,15 +96,17 @@ def _summary(outcomes: list[bool]) -> tuple[int, int, int | None]:
 def _count_one(endpoint_id: int, outcomes: list[bool], now) -> None:
     with transaction.atomic():
         attempts, failures, trailing = _summary(outcomes)
-        _count(endpoint_id, attempts, failures, trailing, now)  # the row's lock, held to the commit
-        _add_to_window(endpoint_id, attempts, failures, now)
+        if _count(endpoint_id, attempts, failures, trailing, now):  # the row's lock, held to the commit
+            _add_to_window(endpoint_id, attempts, failures, now)  # (a deleted endpoint has no window to add to)
 
 
 def _counting_statement() -> str:
-    """Several endpoints' counters and rate-window buckets in one statement (PostgreSQL). The endpoints' rows are
-    locked first, in key order (`locked`), so that two workers counting overlapping endpoints never deadlock, and
-    a bucket is written only for an endpoint whose row was counted (one deleted meanwhile is skipped: its bucket
-    would break the foreign key)."""
+    """Several endpoints' counters and rate-window buckets in one statement (PostgreSQL); returns the endpoints it
+    counted. It takes only the endpoints' rows nobody holds (`locked`, SKIP LOCKED): it never waits, so it never
+    holds some endpoints' rows while it waits for another's (a transition releasing an endpoint's held deliveries
+    can hold its row for long), and never deadlocks with another worker counting the same endpoints. A bucket is
+    written only for an endpoint counted (one deleted meanwhile is skipped: its bucket would break the foreign
+    key)."""
     quote, field = connection.ops.quote_name, Endpoint._meta.get_field
     names = {name: quote(field(name).column) for name in (
         "window_attempts", "window_failures", "consecutive_failures", "last_success_at", "last_failure_at")}
@@ -112,7 +115,7 @@ def _counting_statement() -> str:
         WITH v (id, attempts, failures, after_success) AS (
             SELECT * FROM unnest({array}::bigint[], {array}::integer[], {array}::integer[], {array}::integer[])
         ), locked AS (
-            SELECT {key} AS id FROM {table} WHERE {key} IN (SELECT id FROM v) ORDER BY {key} FOR NO KEY UPDATE
+            SELECT {key} AS id FROM {table} WHERE {key} IN (SELECT id FROM v) FOR NO KEY UPDATE SKIP LOCKED
         ), counted AS (
             UPDATE {table} AS e SET
                 {window_attempts} = e.{window_attempts} + v.attempts,
@@ -127,6 +130,7 @@ def _counting_statement() -> str:
         SELECT v.id, %s, v.attempts, v.failures FROM v JOIN counted USING (id) ORDER BY v.id
         ON CONFLICT ({endpoint}, bucket) DO UPDATE
         SET attempts = {buckets}.attempts + excluded.attempts, failures = {buckets}.failures + excluded.failures
+        RETURNING {endpoint}
     """.format(array=array, table=quote(Endpoint._meta.db_table), key=quote(Endpoint._meta.pk.column),
                buckets=quote(EndpointWindowBucket._meta.db_table),
                endpoint=quote(EndpointWindowBucket._meta.get_field("endpoint").column), **names)
@@ -134,11 +138,11 @@ def _counting_statement() -> str:
 
 def count_results(outcomes: dict[int, list[bool]], now) -> None:
     """Apply each endpoint's results (True = success, in order) to its counters and its rate window: one statement
-    for them all on PostgreSQL (a worker records a group of answers from many endpoints at once; one transaction
-    per endpoint was most of recording them to slow receivers), an endpoint at a time elsewhere. Every writer of an
-    endpoint's counters takes the endpoint's row first (this, `evaluate`, transitions), so concurrent workers'
-    counts add up exactly. If the one statement fails, each endpoint is counted on its own, so that a failure with
-    one endpoint's counters never touches another's."""
+    for all whose rows are free on PostgreSQL (a worker records a group of answers from many endpoints at once; one
+    transaction per endpoint was most of recording them to slow receivers), then the others an endpoint at a time,
+    each waiting for its row as every writer of an endpoint's counters does (this, `evaluate`, transitions), so
+    concurrent workers' counts add up exactly. If the one statement fails, each endpoint is counted on its own, so
+    that a failure with one endpoint's counters never touches another's."""
     outcomes = {endpoint_id: results for endpoint_id, results in sorted(outcomes.items()) if results}
     if not outcomes:
         return
@@ -151,7 +155,8 @@ def count_results(outcomes: dict[int, list[bool]], now) -> None:
                 cursor.execute(_counting_statement(), [
                     list(outcomes), *(list(column) for column in zip(*summaries, strict=True)),
                     now, now, int(now.timestamp()) // size * size])
-            return
+                counted = {endpoint_id for (endpoint_id,) in cursor.fetchall()}
+            outcomes = {key: results for key, results in outcomes.items() if key not in counted}
         except DatabaseError:
             log.warning("the health counters of %d endpoints could not be updated together; one by one",
                         len(outcomes), exc_info=True)

@@ -5,6 +5,7 @@ import threading
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -189,10 +190,10 @@ def test_several_endpoints_are_counted_in_one_statement_as_one_by_one_would(djan
     for step in range(3):  # the second and third add to counters and buckets already there
         now = t0 + timedelta(seconds=step)
         with CaptureQueriesContext(connection) as queries:
-            health.count_results({endpoint.id: shape for endpoint, shape in zip(together, shapes, strict=True)}
-                                 | {10**12: [False]}, now)  # no such endpoint
+            health.count_results({endpoint.id: shape for endpoint, shape in zip(together, shapes, strict=True)}, now)
         if connection.vendor == "postgresql":
             assert len(queries) == 1
+        health.count_results({together[0].id: [], 10**12: [False]}, now)  # nothing to count; no such endpoint
         for endpoint, shape in zip(alone, shapes, strict=True):
             health.record_results(endpoint.id, shape, now)
     fields = ("consecutive_failures", "window_attempts", "window_failures", "last_success_at", "last_failure_at")
@@ -249,3 +250,27 @@ def test_one_endpoint_whose_counters_cannot_move_does_not_stop_the_others(django
     assert (fine.window_attempts, fine.window_failures, fine.consecutive_failures) == (2, 1, 0)
     assert full.window_attempts == 2**31 - 1 and full.last_success_at is None
     assert f"endpoint {full.id}: its health counters could not be updated" in caplog.text
+
+
+def test_an_endpoint_whose_row_is_held_waits_alone(django_user_model):
+    """While another transaction holds one endpoint's row (a transition releasing its held deliveries), counting a
+    group counts the free endpoints at once and waits only for that one: it holds no other endpoint meanwhile."""
+    owner = django_user_model.objects.create(username="held")
+    held, free = (Endpoint.objects.create(owner=owner, url=f"https://example.com/{n}").id for n in ("held", "free"))
+    db = connection.settings_dict
+    holder = psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"])
+    holder.execute(f"SELECT 1 FROM {Endpoint._meta.db_table} WHERE id = %s FOR NO KEY UPDATE", [held])
+    counting = threading.Thread(target=lambda: (health.count_results({held: [False], free: [False]},
+                                                                     timezone.now()), connection.close()))
+    counting.start()
+    try:
+        wait_until(lambda: Endpoint.objects.get(id=free).window_attempts == 1, timeout=10)
+        assert counting.is_alive() and Endpoint.objects.get(id=held).window_attempts == 0
+        with connection.cursor() as cursor:  # the free endpoint's row is not held by the waiting count
+            cursor.execute(f"SELECT id FROM {Endpoint._meta.db_table} WHERE id = %s FOR NO KEY UPDATE NOWAIT", [free])
+    finally:
+        holder.rollback()
+        holder.close()
+    counting.join(10)
+    assert not counting.is_alive()
+    assert [Endpoint.objects.get(id=i).window_attempts for i in (held, free)] == [1, 1]
