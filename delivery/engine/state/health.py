@@ -8,6 +8,7 @@ crossed record one transition, not two.
 import logging
 from contextlib import nullcontext
 from datetime import timedelta
+from functools import cache
 from urllib.parse import urlsplit
 
 from django.db import DatabaseError, connection, transaction
@@ -100,13 +101,14 @@ def _count_one(endpoint_id: int, outcomes: list[bool], now) -> None:
             _add_to_window(endpoint_id, attempts, failures, now)  # (a deleted endpoint has no window to add to)
 
 
+@cache
 def _counting_statement() -> str:
     """Several endpoints' counters and rate-window buckets in one statement (PostgreSQL); returns the endpoints it
     counted. It takes only the endpoints' rows nobody holds (`locked`, SKIP LOCKED): it never waits, so it never
     holds some endpoints' rows while it waits for another's (a transition releasing an endpoint's held deliveries
     can hold its row for long), and never deadlocks with another worker counting the same endpoints. A bucket is
     written only for an endpoint counted (one deleted meanwhile is skipped: its bucket would break the foreign
-    key)."""
+    key). Written once per process: it is asked for every group a worker records."""
     quote, field = connection.ops.quote_name, Endpoint._meta.get_field
     names = {name: quote(field(name).column) for name in (
         "window_attempts", "window_failures", "consecutive_failures", "last_success_at", "last_failure_at")}
