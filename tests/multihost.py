@@ -295,6 +295,9 @@ def run(workdir: str) -> dict:
                                                                          for r in by_message[n]) > 1),
             "h3_killed_at": killed_at, "cut_seconds": round(healed_at - cut_at, 1),
             "exited_by_themselves": exited,
+            # Each such process's own last words, so a failure in CI says why without its work directory.
+            "exit_logs": {name: {"returncode": processes[name].returncode, "log": last_lines(workdir, name)}
+                          for name in exited},
         }
     finally:
         for process in processes.values():
@@ -306,6 +309,14 @@ def run(workdir: str) -> dict:
             except subprocess.TimeoutExpired:
                 process.kill()
         net.down()
+
+
+def last_lines(workdir: str, name: str, count: int = 30) -> list[str]:
+    path = os.path.join(workdir, f"{name}.log")
+    if not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as log:
+        return log.read().splitlines()[-count:]
 
 
 def tail(workdir: str) -> str:

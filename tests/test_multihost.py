@@ -28,7 +28,7 @@ def test_workers_on_three_hosts_through_a_partition_a_kill_and_clock_skew(redis_
         pytest.fail(f"the multi-host test {why}: `make test` installs faketime and runs as root")
     run = subprocess.run([sys.executable, "-m", "tests.multihost"], cwd=ROOT, capture_output=True, text=True,
                          timeout=600, env={**os.environ, "HERALD_REDIS_SERVER": redis_server})
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert run.returncode == 0, run.stdout[-10000:] + run.stderr[-4000:]
     result = json.loads(run.stdout[run.stdout.index("{"):])
     assert result["received"] == result["messages"] == result["deliveries"], result
     assert result["unfinished"] == 0 and result["early"] == [] and result["exited_by_themselves"] == [], result
