@@ -14,6 +14,7 @@ from delivery.engine.state.effective import subscription_policy
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing
 from delivery.rules import filter_policy as filters
 from delivery.web.api.ownership import tenant_of, tenant_scope
+from delivery.web.api.shared_fields import SharedFields
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
 from subscriptions.secrets import Unreadable
@@ -264,7 +265,7 @@ class RotatedSecretSerializer(serializers.Serializer):
         return public_key_of(obj.secret)
 
 
-class PublishSerializer(StrictInput, serializers.Serializer):
+class PublishSerializer(SharedFields, StrictInput, serializers.Serializer):
     """The shape of a publish body; its rules (delivery/rules/publish_input.py) are checked once, by the service
     every publish goes through (`publishing.entry_from`, for the API and Python alike)."""
 
@@ -299,7 +300,7 @@ class BatchEntrySerializer(PublishSerializer):
     idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
 
 
-class PublishBatchSerializer(StrictInput, serializers.Serializer):
+class PublishBatchSerializer(SharedFields, StrictInput, serializers.Serializer):
     entries = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=100,
                                     help_text="1 to 100 entries, each like a publish body plus `id`.")
 
