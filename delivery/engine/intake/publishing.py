@@ -23,7 +23,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import clock, counters, quotas, tracing
-from delivery.engine.plumbing.database import after_commit, insert
+from delivery.engine.plumbing.database import after_commit, insert, insert_together
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
@@ -201,54 +201,70 @@ def publish_alone(topic: Topic, entry: Entry) -> Published:
 
 
 def write(topic: Topic, entries: list[Entry]) -> list[Published]:
-    """Messages and their deliveries in one transaction: the topic's subscriptions read once, the fan-out decided
+    """Messages and their deliveries written at once: the topic's subscriptions read once, the fan-out decided
     for each entry (`fanout.choose`), an ordering key's later deliveries written waiting behind its earlier ones
-    (in the database, or earlier in `entries`), deliveries of a large fan-out left to a job."""
-    with transaction.atomic():
-        # Every ordering key of the write locked first, in the one order releases use: taken entry by entry (in
-        # publish order) a batch of two keys could deadlock with a worker releasing the same keys.
-        ordering.lock((topic.id, entry.ordering_key) for entry in entries if entry.ordering_key)
-        audiences: dict[fanout.Audience, list] = {}  # each audience's subscriptions, read once per write
-        now = clock.now()
-        messages, chosen_for, waiting_for = [], [], []
-        keyed: dict[str, set[int]] = {}  # ordering key → ordered subscriptions given a delivery in this write
-        trace_parent = tracing.current_traceparent()  # the publish's span, which its attempts will continue
-        with tracing.child("herald fan-out", {"herald.messages": len(entries)}) as span:
-            for entry in entries:
-                if entry.audience not in audiences:
-                    audiences[entry.audience] = fanout.topic_subscriptions(topic.id, entry.audience)
-                chosen, skipped = fanout.choose(audiences[entry.audience], fanout.Facts(
-                    entry.attributes, entry.event_type, entry.payload, entry.payload_is_text))
-                large = len(chosen) > herald.INLINE_FANOUT
-                key = entry.ordering_key
-                waiting = set() if large else fanout.ordered_waiting(topic.id, key, chosen, keyed.get(key, set()))
-                if key and not large:
-                    keyed.setdefault(key, set()).update(c.id for c in chosen if c.ordered)
-                messages.append(Message(
-                    topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
-                    event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes or {},
-                    published_at=now, idempotency_key=entry.idempotency_key or None,
-                    request_fingerprint=entry.fingerprint(), fanout_pending=large, fanout_skipped=skipped,
-                    ordering_key=key or None, tenant_id=entry.tenant_id, broadcast=entry.broadcast,
-                    schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
-                chosen_for.append(chosen)
-                waiting_for.append(waiting)
-            inline = [len(chosen) for chosen, m in zip(chosen_for, messages, strict=True) if not m.fanout_pending]
-            tracing.annotate(span, {"herald.deliveries": sum(inline)})  # a large fan-out's deliveries: its job's
-        insert(messages)
-        if not capturing.get():
-            counters.add_after_commit({counters.field("messages_published"): len(messages)})
-        deliveries = []
-        for message, chosen, waiting in zip(messages, chosen_for, waiting_for, strict=True):
-            for observer in OBSERVERS:
-                observer(message, len(chosen))
-            if not message.fanout_pending:
-                deliveries += fanout.build_deliveries(message, chosen, waiting)
-            elif not capturing.get():  # answer now; a job writes the deliveries
-                after_commit(fanout.enqueue_fan_out, message.id)
-        created = insert(deliveries, batch_size=1000)
-        if not capturing.get():
-            lifecycle.created(created)
+    (in the database, or earlier in `entries`), deliveries of a large fan-out left to a job.
+
+    Outside the caller's transaction and without ordering keys, the messages and their deliveries are one
+    statement (`insert_together`), atomic without BEGIN and COMMIT: the usual REST publish. Ordering keys (their
+    locks and reads) and a caller's transaction (a savepoint keeps a failed write from aborting it) take a
+    transaction of the write's own."""
+    if any(entry.ordering_key for entry in entries) or transaction.get_connection().in_atomic_block:
+        with transaction.atomic():
+            return _write(topic, entries, one_statement=False)
+    return _write(topic, entries, one_statement=True)
+
+
+def _write(topic: Topic, entries: list[Entry], *, one_statement: bool) -> list[Published]:
+    # Every ordering key of the write locked first, in the one order releases use: taken entry by entry (in
+    # publish order) a batch of two keys could deadlock with a worker releasing the same keys.
+    ordering.lock((topic.id, entry.ordering_key) for entry in entries if entry.ordering_key)
+    audiences: dict[fanout.Audience, list] = {}  # each audience's subscriptions, read once per write
+    now = clock.now()
+    messages, chosen_for, waiting_for = [], [], []
+    keyed: dict[str, set[int]] = {}  # ordering key → ordered subscriptions given a delivery in this write
+    trace_parent = tracing.current_traceparent()  # the publish's span, which its attempts will continue
+    with tracing.child("herald fan-out", {"herald.messages": len(entries)}) as span:
+        for entry in entries:
+            if entry.audience not in audiences:
+                audiences[entry.audience] = fanout.topic_subscriptions(topic.id, entry.audience)
+            chosen, skipped = fanout.choose(audiences[entry.audience], fanout.Facts(
+                entry.attributes, entry.event_type, entry.payload, entry.payload_is_text))
+            large = len(chosen) > herald.INLINE_FANOUT
+            key = entry.ordering_key
+            waiting = set() if large else fanout.ordered_waiting(topic.id, key, chosen, keyed.get(key, set()))
+            if key and not large:
+                keyed.setdefault(key, set()).update(c.id for c in chosen if c.ordered)
+            messages.append(Message(
+                topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
+                event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes or {},
+                published_at=now, idempotency_key=entry.idempotency_key or None,
+                request_fingerprint=entry.fingerprint(), fanout_pending=large, fanout_skipped=skipped,
+                ordering_key=key or None, tenant_id=entry.tenant_id, broadcast=entry.broadcast,
+                schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
+            chosen_for.append(chosen)
+            waiting_for.append(waiting)
+        inline = [len(chosen) for chosen, m in zip(chosen_for, messages, strict=True) if not m.fanout_pending]
+        tracing.annotate(span, {"herald.deliveries": sum(inline)})  # a large fan-out's deliveries: its job's
+    deliveries = []
+    for message, chosen, waiting in zip(messages, chosen_for, waiting_for, strict=True):
+        if not message.fanout_pending:
+            deliveries += fanout.build_deliveries(message, chosen, waiting)
+    if one_statement and not deliveries:
+        insert(messages)  # one statement (a transaction of its own beyond a thousand messages)
+    elif not (one_statement and insert_together(messages, deliveries)):
+        with transaction.atomic(savepoint=False):  # within write's own transaction, or one for the two inserts
+            insert(messages)
+            insert(deliveries, batch_size=1000)
+    # What follows the write: after its commit (inside a transaction), at once after the one statement.
+    for message, chosen in zip(messages, chosen_for, strict=True):
+        for observer in OBSERVERS:
+            observer(message, len(chosen))
+        if message.fanout_pending and not capturing.get():  # answer now; a job writes the deliveries
+            after_commit(fanout.enqueue_fan_out, message.id)
+    if not capturing.get():
+        counters.add_after_commit({counters.field("messages_published"): len(messages)})
+        lifecycle.created(deliveries)
     return [(message, len(chosen), True) for message, chosen in zip(messages, chosen_for, strict=True)]
 
 

@@ -3,8 +3,10 @@ validated and answered on its own, idempotency per entry, one pump for the lot."
 
 import django_rq
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from delivery.engine.intake.publishing import Entry, message_publish_batch
+from delivery.engine.intake.publishing import Entry, message_publish, message_publish_batch
 from delivery.models import Delivery, Message
 from delivery.web.api.throttling import PublishRateThrottle
 from subscriptions.models import Topic
@@ -104,3 +106,22 @@ def test_a_batch_whose_every_entry_is_refused_answers_each_and_publishes_nothing
     assert body["successful"] == [] and [f["id"] for f in body["failed"]] == ["a", "b"]
     assert Message.objects.count() == 0
     assert message_publish_batch(topic=Topic.objects.get(), entries=[]) == []
+
+
+def test_a_publish_outside_a_transaction_writes_in_one_statement_and_inside_one_within_it(api, receiver):
+    """The REST publish: its message and deliveries are one statement, without BEGIN and COMMIT. Published inside
+    the caller's transaction, the write is a savepoint of it and goes with it: a rollback leaves nothing."""
+    topic, _ = subscribe(api, receiver)
+    with CaptureQueriesContext(connection) as statements:
+        answer = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"n": 1}}, format="json")
+    assert answer.status_code == 202, answer.content
+    written = [q["sql"].split()[0] for q in statements.captured_queries if q["sql"].split()[0] != "SELECT"]
+    assert written == ["WITH"], written
+    assert Message.objects.count() == 1 and Delivery.objects.filter(message_id=answer.json()["message_id"]).count() == 1
+
+    model = Topic.objects.get(pk=topic["id"])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        message_publish(topic=model, payload={"n": 2})
+        assert Message.objects.count() == 2
+        raise RuntimeError("the caller's transaction rolls back")
+    assert Message.objects.count() == 1 and Delivery.objects.count() == 1

@@ -8,9 +8,10 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import FieldError, ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Value, signals
 from django.db.models.functions import Concat
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -18,7 +19,7 @@ from delivery.engine.accounts import catalog
 from delivery.engine.claiming import leases
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import database
-from delivery.engine.plumbing.database import Statement, after_commit, insert, preparer
+from delivery.engine.plumbing.database import Statement, after_commit, insert, insert_together, preparer
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.api import authentication, topics
@@ -183,6 +184,61 @@ def test_insert_leaves_what_the_database_computes_to_bulk_create_and_refuses_mix
     assert Message.objects.get(pk=computed.pk).subject == "ab"
     with pytest.raises(ValueError, match="all with a primary key or all without"):
         insert([Delivery(message=computed, pk=10**9), Delivery(message=computed)])
+
+
+def test_insert_together_writes_what_two_inserts_write_in_one_statement(catalog_world):
+    """Messages and their deliveries as one statement: the same rows as `insert` writes, the deliveries' keys set,
+    no BEGIN or COMMIT; a failing row writes neither; shapes one statement cannot take are left to the caller."""
+    owner, _, _, topic = catalog_world
+    subscription = Subscription.objects.filter(topic=topic).first()
+    now = timezone.now()
+
+    def messages(count=2):
+        return [Message(topic=topic, payload={"n": n}, published_at=now, fanout_skipped={}, subject=f"s{n}")
+                for n in range(count)]
+
+    def deliveries(message_list):
+        return [Delivery(message=m, subscription=subscription, endpoint_id=subscription.endpoint_id,
+                         owner_id=owner.id, status="pending", next_attempt_at=now) for m in message_list]
+
+    ours, theirs = messages(), messages()
+    ours_deliveries = deliveries(ours)
+    with CaptureQueriesContext(connection) as statements:
+        assert insert_together(ours, ours_deliveries)
+    assert [q["sql"].split()[0] for q in statements.captured_queries] == ["WITH"]
+    assert all(d.pk is not None and not d._state.adding for d in ours_deliveries)
+    assert all(not m._state.adding for m in ours)
+    reference = insert(deliveries(insert(theirs)))
+    fields = [f.attname for f in Message._meta.concrete_fields if f.attname != "id"]
+    read = lambda objs: [Message.objects.filter(pk=m.pk).values_list(*fields).get() for m in objs]  # noqa: E731
+    assert read(ours) == read(theirs)
+    columns = [f.attname for f in Delivery._meta.concrete_fields if f.attname not in ("id", "message_id",
+                                                                                       "created_at")]
+    read = lambda objs: [Delivery.objects.filter(pk=d.pk).values_list(*columns).get() for d in objs]  # noqa: E731
+    assert read(ours_deliveries) == read(reference)
+    assert [d.message_id for d in ours_deliveries] == [m.id for m in ours]
+
+    # A delivery that cannot be written (a subscription that does not exist) leaves its message unwritten too.
+    lonely = messages(1)
+    broken = deliveries(lonely)
+    broken[0].subscription_id = 10**9
+    with pytest.raises(IntegrityError):
+        insert_together(lonely, broken)
+    assert not Message.objects.filter(pk=lonely[0].pk).exists()
+    # A repeated message key: neither written.
+    again = messages(1)
+    again[0].pk = ours[0].pk
+    with pytest.raises(IntegrityError):
+        insert_together(again, deliveries(messages(1)))
+    assert Delivery.objects.count() == 4
+
+    # What one statement does not take: nothing written, False.
+    assert not insert_together(messages(), [])
+    assert not insert_together([], deliveries(messages(1)))
+    assert not insert_together(deliveries(messages(1)), messages(1))  # first's keys chosen by the database
+    too_many = messages(3)
+    assert not insert_together(too_many, deliveries(too_many), most=2)
+    assert Message.objects.count() == 4 and Delivery.objects.count() == 4
 
 
 @pytest.mark.filterwarnings("ignore:DateTimeField .* received a naive datetime")  # the naive value, on purpose
