@@ -7,7 +7,9 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - publish, single and batch (workers stopped), beside 8 threads reading DRF's API root on the same gunicorn;
 - steady publishing at fixed rates with everything running: publish p50/p99, publish → receipt p50/p99;
 - a backlog drained by 2 workers, beside a single-thread `requests.Session` loop to the same receiver;
-- a receiver answering after 200 ms, beside an asyncio client keeping 256 requests in flight;
+- a receiver answering after 200 ms, beside an asyncio client keeping 256 requests in flight; and one such
+  endpoint alone (`--only one-endpoint`), beside an asyncio client keeping the workers' room for it in flight
+  (2 × HERALD_MAX_IN_FLIGHT_PER_ENDPOINT);
 - one endpoint hanging until its timeout among 19 fast ones, beside the same 19 without it;
 - fan-out to 10,000 subscriptions; the workers' peak RSS;
 - noisy neighbour: a quiet owner's publish → receipt alone and while another owner's 40,000 deliveries drain,
@@ -26,7 +28,7 @@ kind (web, worker, scheduler, PostgreSQL) and of what shares the machine with th
 script: its client threads and bookkeeping), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
-                               [--only cpu|scale-out|noisy-neighbour|slow-neighbours|silent-tenant|tracing]
+                               [--only cpu|one-endpoint|scale-out|noisy-neighbour|slow-neighbours|silent-tenant|tracing]
 """
 
 import argparse
@@ -49,6 +51,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from delivery.conf import DEFAULTS  # noqa: E402
 from delivery.management import localredis  # noqa: E402
 from tests.stack import Postgres  # noqa: E402
 
@@ -720,6 +723,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     row("200 ms receiver, 10 endpoints", messages * 10 / seconds, "deliveries/s", ceiling,
         "asyncio client, 256 in flight", **per_thousand(cpu, messages * 10))
     print(cpu_line(cpu, messages * 10, "deliveries"))
+    rows += one_slow_endpoint(bench, quick)
 
     # One endpoint hanging until its timeout among 19 fast ones, beside the same 19 alone.
     # Two rounds each, alternating, the better of each kept: a drain of seconds is at the mercy of this machine.
@@ -855,6 +859,28 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
     return rows
 
 
+def one_slow_endpoint(bench: Bench, quick: bool) -> list[dict]:
+    """One endpoint answering in 200 ms, drained by 2 workers: each may keep HERALD_MAX_IN_FLIGHT_PER_ENDPOINT
+    requests in flight to it, so the most it can take is that room over the latency. The ceiling is measured in the
+    same run: an asyncio client keeping the same number of requests in flight to the same receiver."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    workers = 2
+    room = workers * int(os.environ.get("HERALD_MAX_IN_FLIGHT_PER_ENDPOINT", DEFAULTS["MAX_IN_FLIGHT_PER_ENDPOINT"]))
+    messages = int(3000 * (0.5 if quick else 1.0))
+    ceiling = asyncio_rate(f"http://127.0.0.1:{bench.receiver_port}/slow/ceiling", messages, in_flight=room)
+    topic = bench.reset({"slow": 1})
+    bench.publish_many(topic, messages, batch=100)
+    bench.start_engine(workers)
+    cpu: dict[str, float] = {}
+    seconds = bench.wait_delivered(messages, cpu=cpu)
+    bench.stop_engine()
+    row("200 ms receiver, 1 endpoint, 2 workers", messages / seconds, "deliveries/s", ceiling,
+        f"asyncio client, {room} in flight", **per_thousand(cpu, messages))
+    print(cpu_line(cpu, messages, "deliveries"))
+    return rows
+
+
 def scale_out(bench: Bench, quick: bool) -> list[dict]:
     """Scale-out, shown: REST publish with 1, 2 and 4 gunicorn workers (16 client threads), and the drain of one
     fast endpoint with 1, 2 and 4 RQ workers, each with its CPU per 1,000 (PostgreSQL's too). Each figure is beside
@@ -880,7 +906,7 @@ def scale_out(bench: Bench, quick: bool) -> list[dict]:
 
 
 ONLY = {"cpu": publish_and_drain, "scale-out": scale_out, "tracing": tracing_cost,
-        "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
+        "one-endpoint": one_slow_endpoint, "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
         "silent-tenant": silent_tenant}
 
 

@@ -1,6 +1,8 @@
 """The pull engine's guarantees at scale (the figures themselves are in bench/ and docs/benchmarks.md):
 no head-of-line blocking, several workers and schedulers on one database, a due-work query that reads a batch."""
 
+import threading
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -40,6 +42,40 @@ def test_a_hanging_endpoint_does_not_hold_back_anyone_else(api, receiver, hangin
     # Everything else went out and was recorded while the hanging endpoint still held its three sends.
     assert Delivery.objects.filter(subscription__topic__name="stuck", status="in_flight").count() == 3
     assert not Attempt.objects.filter(delivery__subscription__topic__name="stuck").exists()
+
+
+def test_an_answering_endpoint_has_its_next_round_claimed_ahead_and_never_more_than_its_room(api, receiver,
+                                                                                             processes):
+    """A worker claims the next round of an endpoint that answers 2xx while the current one is in flight (the rows
+    wait in its transport for a slot), so the endpoint always has its room of requests in flight, and never more."""
+    lock, in_flight, most = threading.Lock(), [0], [0]
+
+    def slow(received):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.3)
+        with lock:
+            in_flight[0] -= 1
+        return Reply()
+
+    receiver.script = slow
+    topic, _ = subscribe(api, receiver)
+    for n in range(24):
+        publish(api, topic, n)
+    processes.worker(HERALD_MAX_IN_FLIGHT_PER_ENDPOINT=3)
+    leased = []
+
+    def done():
+        leased.append(Delivery.objects.filter(status="in_flight").count())
+        return Delivery.objects.filter(status="succeeded").count() == 24
+
+    wait_until(done, timeout=40)
+    assert most[0] == 3  # its room, used and never passed
+    # While it drains, a round is claimed ahead (leased, waiting for the room) most of the time, not only in the
+    # moment between a claim and the write-back of the answers it refilled.
+    draining = [n for n in leased if n]
+    assert sum(n > 3 for n in draining) > len(draining) / 2, leased
 
 
 def test_four_workers_and_two_schedulers_keep_every_guarantee(api, receiver, other_receiver, processes):

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.intake.publishing import message_publish
-from delivery.engine.sending import pump
+from delivery.engine.sending import attempts, pump
 from delivery.models import Attempt, Delivery
 from delivery.transport.sender import SendResult
 
@@ -111,6 +111,54 @@ def test_one_endpoint_never_has_more_than_its_share_in_flight(user, redis_conn, 
     assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
 
 
+def test_a_2xx_gives_its_slot_to_the_next_claim_before_it_is_recorded_and_a_failure_does_not(user, redis_conn,
+                                                                                              settings):
+    """The pump claims before it records what was answered: an answered 2xx frees its endpoint's slot for that
+    claim, an answered failure keeps it until it is recorded (its endpoint's health first)."""
+    settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT = 2
+    topic, _ = subscribe(user, "refill", "http://127.0.0.1:9/r")
+    for n in range(6):
+        message_publish(topic=topic, payload={"n": n})
+    transport, futures, probes = FakeTransport(instant=False), {}, set()
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK)[0] == 2
+    transport.answer()  # 200 for both, not recorded yet
+    answered = set(futures)
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK)[0] == 0  # still held
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK, answered=answered)[0] == 2
+    attempts.record_sends(answered, futures, probes, CLOCK)
+    assert Delivery.objects.filter(status="succeeded").count() == 2 and len(futures) == 2
+    transport.status = 503
+    transport.answer()
+    failed = set(futures)
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK, answered=failed)[0] == 0
+    attempts.record_sends(failed, futures, probes, CLOCK)
+    assert Delivery.objects.filter(status="pending", attempt_count=1).count() == 2
+
+
+def test_an_endpoint_answering_2xx_has_a_second_room_claimed_ahead_and_one_that_fails_does_not(user, redis_conn,
+                                                                                              settings):
+    settings.HERALD_MAX_IN_FLIGHT_PER_ENDPOINT = 2
+    topic, subscription = subscribe(user, "ahead", "http://127.0.0.1:9/a")
+    for n in range(8):
+        message_publish(topic=topic, payload={"n": n})
+    endpoint = subscription.endpoint_id
+    transport, futures, probes = FakeTransport(instant=False), {}, set()
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK)[0] == 2
+    answering: set[int] = set()
+    transport.answer()  # 2xx
+    pump.answers_came(answering, set(futures), futures)
+    assert answering == {endpoint}
+    # Its room (2) and a second room ahead: two more than without; then nothing until answers come.
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK, answered=set(futures),
+                                ahead=answering)[0] == 4
+    assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK, answered=set(),
+                                ahead=answering)[0] == 0
+    transport.status = 503
+    transport.answer()
+    pump.answers_came(answering, {f for f in futures if f.result().status == 503}, futures)
+    assert answering == set()  # a failure: nothing ahead until it answers 2xx again
+
+
 def test_rows_not_due_at_its_clock_are_left_alone(user, redis_conn):
     topic, _ = subscribe(user, "later", "http://127.0.0.1:9/a")
     for n in range(3):
@@ -154,6 +202,9 @@ def test_the_pace_takes_announced_work_at_once_in_a_small_claim():
     assert pace.claim_size(10.01, announced=8) == (True, pump.ANNOUNCED_BATCH)  # a publish: at once, small
     assert pace.seen == 8 and pace.claim_size(10.02, announced=8) == (False, pump.CLAIM_BATCH)
     assert pace.claim_size(10.0 + pump.LOOK_INTERVAL_SECONDS, announced=None) == (True, pump.CLAIM_BATCH)
+    # Sends completed and a full claim is due now: the announced work goes with it, not in a small claim before.
+    pace.freed = True
+    assert pace.claim_size(10.3, announced=9) == (True, pump.CLAIM_BATCH) and pace.seen == 9
 
 
 def test_the_pace_follows_a_full_claim_at_once_only_while_little_is_in_flight():
