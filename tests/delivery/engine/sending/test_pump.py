@@ -3,12 +3,14 @@ is passed in, so what is claimed, how many go to one endpoint at once, what is r
 pump stops are all checked exactly. (The real transport and real receivers are tests/delivery/test_throughput.py's
 and the end-to-end tests'.)"""
 
+import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
@@ -225,3 +227,38 @@ def test_the_pace_looks_for_handshakes_once_an_interval():
     assert pace.time_for_handshakes(5.0 + pump.LOOK_INTERVAL_SECONDS)
     pace.announced_while_lingering(3)
     assert pace.time_for_handshakes(5.3) and pace.seen == 3 and pace.more_due and pace.freed
+
+
+def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_to_the_next_one(user, redis_conn, settings):
+    """A send that may take its whole timeout (an endpoint that accepts and never answers) does not keep a pump whose
+    time is up from ending: the next pump of the process takes it over, counts it and records its answer; a worker
+    that stops records what no pump took."""
+    settings.HERALD_PUMP_SECONDS = 0.3
+    topic, _ = subscribe(user, "handover", "http://127.0.0.1:9/h")
+    for n in range(3):
+        message_publish(topic=topic, payload={"n": n})
+    transport = FakeTransport(instant=False)  # answers only when told
+    results = []
+
+    def first_pump():
+        try:
+            results.append(pump.drain("deliveries", transport=transport, clock=lambda: CLOCK))
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    first = threading.Thread(target=first_pump)
+    first.start()
+    first.join(30)
+    assert not first.is_alive() and results == [0]  # ended without its answers
+    assert len(transport.sent) == 3 and Delivery.objects.filter(status="in_flight").count() == 3
+    transport.answer()
+    assert pump.drain("deliveries", transport=transport, clock=lambda: CLOCK) == 3  # taken over and recorded
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"} and len(transport.sent) == 3
+
+    message_publish(topic=topic, payload={"n": 3})
+    pump.drain("deliveries", transport=transport, clock=lambda: CLOCK)
+    assert Delivery.objects.filter(status="in_flight").count() == 1
+    transport.answer()
+    pump.settle_handed_over(clock=lambda: CLOCK)  # the worker stops: no pump takes it, it is recorded all the same
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
+    assert pump.handed_over.transports() == []
