@@ -209,7 +209,8 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     statement (`insert_together`), atomic without BEGIN and COMMIT: the usual REST publish. Ordering keys (their
     locks and reads) and a caller's transaction (a savepoint keeps a failed write from aborting it) take a
     transaction of the write's own."""
-    if any(entry.ordering_key for entry in entries) or transaction.get_connection().in_atomic_block:
+    connection = transaction.get_connection()
+    if any(entry.ordering_key for entry in entries) or connection.in_atomic_block or not connection.get_autocommit():
         with transaction.atomic():
             return _write(topic, entries, one_statement=False)
     return _write(topic, entries, one_statement=True)

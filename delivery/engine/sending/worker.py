@@ -121,15 +121,6 @@ class HeraldWorker(SimpleWorker):
                 self._finished = True
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
-        # Sends the last pump handed over wait for this process's next pump; when there is no job to take now
-        # (another worker took the successor), they are recorded here before the worker waits for work.
-        if pump.handed_over.transports():
-            try:
-                if not any(queue.count for queue in self.queues):
-                    pump.settle_handed_over()
-            except Exception:
-                log.exception("worker %s: the sends its last pump handed over were not recorded now; the next pump "
-                              "or, once their leases end, the reconciler records them", self.name)
         result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
         if result is None:
             self._finished = True
@@ -144,11 +135,7 @@ class HeraldWorker(SimpleWorker):
         try:
             return self._work_until_asked(burst, *args, max_jobs=max_jobs, **kwargs)
         finally:
-            try:  # sends a pump handed over and no pump took: recorded now, not by the reconciler later
-                pump.settle_handed_over()
-            except Exception:
-                log.exception("worker %s: the sends its last pump handed over were not recorded; the reconciler "
-                              "records them from the journal once their leases end", self.name)
+            pump.settle_handed_over()  # sends a pump handed over and nothing recorded yet (never raises)
 
     def _work_until_asked(self, burst: bool, *args, max_jobs: int | None = None, **kwargs) -> bool:
         worked = False

@@ -18,6 +18,7 @@ from delivery.engine.intake.publishing import message_publish
 from delivery.engine.sending import attempts, pump
 from delivery.models import Attempt, Delivery
 from delivery.transport.sender import SendResult
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CLOCK = timezone.now()  # the pump's "now", set before each test: later than every publish of the test
@@ -36,6 +37,7 @@ class FakeTransport:
 
     def __init__(self, *, status=200, instant=True, max_in_flight=256):
         self.status, self.instant, self.max_in_flight = status, instant, max_in_flight
+        self.duration_ms = 3  # how long each answer says it took
         self.open: list[tuple[object, Future]] = []
         self.shares: dict = {}  # future -> share
         self.sent: list = []
@@ -67,7 +69,7 @@ class FakeTransport:
         for item in [(k, f) for k, f in self.open if key is None or k == key]:
             self.open.remove(item)
             self._now[item[0]] -= 1
-            item[1].set_result(SendResult(status=self.status, duration_ms=3, started_at=time.time()))
+            item[1].set_result(SendResult(status=self.status, duration_ms=self.duration_ms, started_at=time.time()))
 
 
 def subscribe(user, name, url):
@@ -147,7 +149,8 @@ def test_an_endpoint_answering_2xx_has_a_second_room_claimed_ahead_and_one_that_
     transport, futures, probes = FakeTransport(instant=False), {}, set()
     assert pump.claim_and_start(futures, probes, 10, 2, transport=transport, now=CLOCK)[0] == 2
     answering: set[int] = set()
-    transport.answer()  # 2xx
+    transport.duration_ms = pump.AHEAD_AFTER_MS  # 2xx, slowly
+    transport.answer()
     pump.answers_came(answering, set(futures), futures)
     assert answering == {endpoint}
     # Its room (2) and a second room ahead: two more than without; then nothing until answers come.
@@ -158,7 +161,15 @@ def test_an_endpoint_answering_2xx_has_a_second_room_claimed_ahead_and_one_that_
     transport.status = 503
     transport.answer()
     pump.answers_came(answering, {f for f in futures if f.result().status == 503}, futures)
-    assert answering == set()  # a failure: nothing ahead until it answers 2xx again
+    assert answering == set()  # a failure: nothing ahead until it answers 2xx again (slowly)
+    fast = {Future(): futures[next(iter(futures))]}
+    next(iter(fast)).set_result(SendResult(status=200, duration_ms=pump.AHEAD_AFTER_MS - 1))
+    pump.answers_came(answering, set(fast), fast)
+    assert answering == set()  # a fast endpoint waits little for the next claim: nothing claimed ahead
+    slow = {Future(): futures[next(iter(futures))]}
+    next(iter(slow)).set_result(SendResult(status=200, duration_ms=pump.AHEAD_AFTER_MS))
+    pump.answers_came(answering, set(slow), slow)
+    assert answering == {endpoint}
 
 
 def test_rows_not_due_at_its_clock_are_left_alone(user, redis_conn):
@@ -229,36 +240,54 @@ def test_the_pace_looks_for_handshakes_once_an_interval():
     assert pace.time_for_handshakes(5.3) and pace.seen == 3 and pace.more_due and pace.freed
 
 
-def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_to_the_next_one(user, redis_conn, settings):
+def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_conn, settings):
     """A send that may take its whole timeout (an endpoint that accepts and never answers) does not keep a pump whose
-    time is up from ending: the next pump of the process takes it over, counts it and records its answer; a worker
-    that stops records what no pump took."""
+    time is up from ending: the next pump of the process takes it over, counts it and records its answer; one that
+    completes before any pump takes it is recorded by the process's recorder thread; a worker that stops records
+    what is left."""
     settings.HERALD_PUMP_SECONDS = 0.3
     topic, _ = subscribe(user, "handover", "http://127.0.0.1:9/h")
     for n in range(3):
         message_publish(topic=topic, payload={"n": n})
     transport = FakeTransport(instant=False)  # answers only when told
-    results = []
 
-    def first_pump():
-        try:
-            results.append(pump.drain("deliveries", transport=transport, clock=lambda: CLOCK))
-        finally:
-            connections.close_all()  # this thread's own connection
+    def in_thread(target):
+        results = []
 
-    first = threading.Thread(target=first_pump)
-    first.start()
+        def run():
+            try:
+                results.append(target())
+            finally:
+                connections.close_all()  # this thread's own connection
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread, results
+
+    first, results = in_thread(lambda: pump.drain("deliveries", transport=transport, clock=lambda: CLOCK))
     first.join(30)
     assert not first.is_alive() and results == [0]  # ended without its answers
     assert len(transport.sent) == 3 and Delivery.objects.filter(status="in_flight").count() == 3
-    transport.answer()
-    assert pump.drain("deliveries", transport=transport, clock=lambda: CLOCK) == 3  # taken over and recorded
-    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"} and len(transport.sent) == 3
 
+    settings.HERALD_PUMP_SECONDS = 5
+    second, results = in_thread(lambda: pump.drain("deliveries", transport=transport, clock=lambda: CLOCK))
+    wait_until(lambda: not pump.handed_over.transports())  # taken over
+    transport.answer()
+    second.join(30)
+    assert results == [3] and len(transport.sent) == 3  # recorded by the pump that took them, none sent again
+    assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
+
+    settings.HERALD_PUMP_SECONDS = 0.3
     message_publish(topic=topic, payload={"n": 3})
     pump.drain("deliveries", transport=transport, clock=lambda: CLOCK)
     assert Delivery.objects.filter(status="in_flight").count() == 1
-    transport.answer()
-    pump.settle_handed_over(clock=lambda: CLOCK)  # the worker stops: no pump takes it, it is recorded all the same
+    transport.answer()  # no pump runs now: the recorder thread records it
+    wait_until(lambda: not Delivery.objects.filter(status="in_flight").exists())
     assert set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"}
+
+    message_publish(topic=topic, payload={"n": 4})
+    pump.drain("deliveries", transport=transport, clock=lambda: CLOCK)
+    threading.Timer(0.2, transport.answer).start()
+    pump.settle_handed_over(clock=lambda: CLOCK)  # the worker stops: waits for the answer, recorded all the same
+    wait_until(lambda: set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"})
     assert pump.handed_over.transports() == []
