@@ -303,11 +303,11 @@ print(topic.id)""")
             cpu.update(spent(at_first or self.cpu(), self.cpu()))
         return finished - min((t for t, _, _ in self.received()), default=started_at)
 
-    def drain(self, count: int, workers: int = 2) -> tuple[float, dict[str, float]]:
-        """A fresh topic with one fast endpoint, `count` messages published in batches (how the backlog came about
-        is not what is measured), drained by the engine: (seconds from the first receipt to the last success, the
-        CPU seconds of each process kind over the same span)."""
-        topic = self.reset({"fast": 1})
+    def drain(self, count: int, workers: int = 2, subscriptions: dict | None = None) -> tuple[float, dict[str, float]]:
+        """A fresh topic with one fast endpoint (or `subscriptions`, as `reset` takes them), `count` messages
+        published in batches (how the backlog came about is not what is measured), drained by the engine: (seconds
+        from the first receipt to the last success, the CPU seconds of each process kind over the same span)."""
+        topic = self.reset(subscriptions or {"fast": 1})
         self.publish_many(topic, count, batch=100)
         self.start_engine(workers)
         cpu: dict[str, float] = {}
@@ -870,12 +870,7 @@ def one_slow_endpoint(bench: Bench, quick: bool) -> list[dict]:
     room = workers * int(os.environ.get("HERALD_MAX_IN_FLIGHT_PER_ENDPOINT", DEFAULTS["MAX_IN_FLIGHT_PER_ENDPOINT"]))
     messages = int(3000 * (0.5 if quick else 1.0))
     ceiling = asyncio_rate(f"http://127.0.0.1:{bench.receiver_port}/slow/ceiling", messages, in_flight=room)
-    topic = bench.reset({"slow": 1})
-    bench.publish_many(topic, messages, batch=100)
-    bench.start_engine(workers)
-    cpu: dict[str, float] = {}
-    seconds = bench.wait_delivered(messages, cpu=cpu)
-    bench.stop_engine()
+    seconds, cpu = bench.drain(messages, workers, {"slow": 1})
     row("200 ms receiver, 1 endpoint, 2 workers", messages / seconds, "deliveries/s", ceiling,
         f"asyncio client, {room} in flight", **per_thousand(cpu, messages))
     print(cpu_line(cpu, messages, "deliveries"))
