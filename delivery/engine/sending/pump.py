@@ -9,8 +9,9 @@ records results as they complete, until nothing is due and nothing is in flight.
 - No added latency when idle: a new publish queues a pump at once (`queues.want_pump`); a running pump looks for
   new work whenever one is wanted, and lingers HERALD_PUMP_LINGER_SECONDS after its last work, watching for more,
   before it hands the worker back to RQ.
-- A pump claims for HERALD_PUMP_SECONDS at most, then finishes what is in flight and asks for a successor, so RQ's
-  bookkeeping (job timeouts, worker heartbeats) stays meaningful. A worker asked to stop stops claiming at once.
+- A pump claims for HERALD_PUMP_SECONDS at most, then hands what is in flight to the next pump of its process
+  (`HandedOver`) and asks for a successor, so RQ's bookkeeping (job timeouts, worker heartbeats) stays meaningful. A
+  worker asked to stop stops claiming at once and finishes what is in flight.
 """
 
 import logging
@@ -22,7 +23,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import wait as concurrent_wait
 
-from django.db import close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connections
 
 from delivery.conf import herald
 from delivery.engine.accounts import confirmation
@@ -66,14 +67,16 @@ class HandedOver:
         self.waiting: dict = {}  # transport → (futures, probes, handshakes)
         self.recorder: threading.Thread | None = None
         self.wake = threading.Event()
+        self.closing = threading.Event()  # the worker is stopping: the recorder ends, `settle_handed_over` records
 
     def leave(self, transport, futures: dict, probes: set[int], handshakes: dict) -> None:
         with self.lock:
             left = self.waiting.setdefault(transport, ({}, set(), {}))
             left[0].update(futures)
-            left[1].update(probes)
+            ids = {sending.delivery.id for sending in futures.values()}
+            left[1].update(probes & ids)
             left[2].update(handshakes)
-            if self.recorder is None or not self.recorder.is_alive():
+            if not self.closing.is_set() and (self.recorder is None or not self.recorder.is_alive()):
                 self.recorder = threading.Thread(target=self._record_forever, name="herald-handed-over",
                                                  daemon=True)
                 self.recorder.start()
@@ -85,17 +88,17 @@ class HandedOver:
             if not done_only:
                 return self.waiting.pop(transport, ({}, set(), {}))
             futures, probes, handshakes = self.waiting.get(transport, ({}, set(), {}))
-            taken = ({f: s for f, s in futures.items() if f.done()}, set(),
-                     {f: h for f, h in handshakes.items() if f.done()})
-            for future in taken[0]:
+            done = {f: s for f, s in futures.items() if f.done()}
+            finished = {f: h for f, h in handshakes.items() if f.done()}
+            for future in done:
                 del futures[future]
-            for future in taken[2]:
+            for future in finished:
                 del handshakes[future]
-            taken[1].update(i for i in probes if any(s.delivery.id == i for s in taken[0].values()))
-            probes -= taken[1]
+            taken_probes = probes & {sending.delivery.id for sending in done.values()}
+            probes -= taken_probes
             if not futures and not handshakes:
                 self.waiting.pop(transport, None)
-            return taken
+            return done, taken_probes, finished
 
     def transports(self) -> list:
         with self.lock:
@@ -106,35 +109,55 @@ class HandedOver:
             return [f for futures, _, handshakes in self.waiting.values() for f in (*futures, *handshakes)]
 
     def _record_forever(self) -> None:
-        while True:
-            waiting = self.in_flight()
-            if not waiting:
-                connections.close_all()  # this thread's own: nothing to record for now
-                self.wake.wait(1.0)
-                self.wake.clear()
-                continue
-            concurrent_wait(waiting, timeout=1.0, return_when=FIRST_COMPLETED)
-            time.sleep(attempts.GROUP_SECONDS)  # a group, not one statement per answer
-            for transport in self.transports():
-                record_left(transport, self.take(transport, done_only=True), database_now)
+        while not self.closing.is_set():
+            try:
+                waiting = self.in_flight()
+                if not waiting:
+                    connections.close_all()  # this thread's own: nothing to record for now
+                    self.wake.wait(1.0)
+                    self.wake.clear()
+                    continue
+                concurrent_wait(waiting, timeout=1.0, return_when=FIRST_COMPLETED)
+                time.sleep(attempts.GROUP_SECONDS)  # a group, not one statement per answer
+                for transport in self.transports():
+                    record_left(transport, self.take(transport, done_only=True), database_now)
+            except Exception:  # never ends the thread: what is left waits for the next look
+                log.exception("recording sends handed over by a pump failed; trying again")
+                time.sleep(1.0)
+        connections.close_all()
 
 
-def record_left(transport, left: tuple[dict, set[int], dict], clock) -> None:
-    """Record sends (and handshakes) that were handed over and have completed. What cannot be recorded now (the
-    database away) is left again, to be tried later; never raises."""
+def record_left(transport, left: tuple[dict, set[int], dict], clock) -> bool:
+    """Record sends (and handshakes) that were handed over and have completed. What the database could not take now
+    (it is away) is left again, to be tried later; any other failure is logged and left to the reconciler (the
+    answers are in the journal), so that one bad row cannot hold back the others. Never raises; whether all of it
+    was recorded."""
     futures, probes, handshakes = left
-    try:
-        close_old_connections()  # this thread's connection, across a database restart
-        for future, handshake in list(handshakes.items()):
+    close_old_connections()  # this thread's connection, across a database restart
+    kept: tuple[dict, set[int], dict] = ({}, set(), {})
+    for future, handshake in handshakes.items():
+        try:
             if not future.cancelled():
                 confirmation.record_handshake(handshake, future.result(), clock())
-            del handshakes[future]
-        if futures:
+        except DatabaseError:
+            kept[2][future] = handshake
+        except Exception:
+            log.exception("a confirmation request handed over by a pump could not be recorded")
+    if futures:
+        try:
             attempts.record_sends(set(futures), futures, probes, clock())
-    except Exception as exc:
-        log.warning("sends handed over by a pump could not be recorded yet (%s); trying again", exc)
-        handed_over.leave(transport, futures, probes, handshakes)
+        except DatabaseError:
+            kept[0].update(futures)
+            kept[1].update(probes)
+        except Exception:
+            log.exception("%d sends handed over by a pump could not be recorded; the reconciler records them from "
+                          "the journal once their leases end", len(futures))
+    if kept[0] or kept[2]:
+        log.warning("sends handed over by a pump could not be recorded yet (the database); trying again")
+        handed_over.leave(transport, *kept)
         time.sleep(1.0)
+        return False
+    return True
 
 
 handed_over = HandedOver()
@@ -142,23 +165,26 @@ handed_over = HandedOver()
 
 def settle_handed_over(clock=database_now) -> None:
     """Record what a pump handed over and no pump took (the worker is stopping): wait for the answers, as a pump
-    that stops does. What cannot be recorded is left for the reconciler (their answers are in the journal)."""
-    for transport in handed_over.transports():
-        futures, probes, handshakes = handed_over.take(transport)
-        concurrent_wait([*futures, *handshakes],
-                        timeout=herald.SEND_START_WINDOW_SECONDS + attempts.MAX_TIMEOUT_SECONDS)
-        futures = {f: s for f, s in futures.items() if f.done()}
-        handshakes = {f: h for f, h in handshakes.items() if f.done()}
-        try:
-            close_old_connections()
-            for future, handshake in handshakes.items():
-                if not future.cancelled():
-                    confirmation.record_handshake(handshake, future.result(), clock())
-            if futures:
-                attempts.record_sends(set(futures), futures, probes, clock())
-        except Exception:
-            log.exception("sends handed over by a pump were not recorded; the reconciler records them from the "
-                          "journal once their leases end")
+    that stops does, and try the database for a few seconds. What cannot be recorded is left to the reconciler
+    (the answers are in the journal). Never raises."""
+    handed_over.closing.set()
+    handed_over.wake.set()
+    recorder = handed_over.recorder
+    if recorder is not None:
+        recorder.join(5.0)
+    deadline = time.monotonic() + herald.SEND_START_WINDOW_SECONDS + attempts.MAX_TIMEOUT_SECONDS
+    tries = 5
+    while handed_over.transports() and tries:
+        for transport in handed_over.transports():
+            futures, probes, handshakes = handed_over.take(transport)
+            concurrent_wait([*futures, *handshakes], timeout=max(0.0, deadline - time.monotonic()))
+            done = {f: s for f, s in futures.items() if f.done()}
+            if not record_left(transport, (done, probes, {f: h for f, h in handshakes.items() if f.done()}), clock):
+                tries -= 1
+    if handed_over.transports():
+        log.warning("sends handed over by a pump were not recorded before the worker stopped; the reconciler records "
+                    "them from the journal once their leases end")
+    handed_over.closing.clear()  # (a process that goes on, as tests do, hands over again)
 
 
 PROCESS = f"{socket.gethostname()}:{os.getpid()}"  # how the operators' figures name this process's send slots
@@ -243,12 +269,12 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
     transport = transport or sender.transport()
     per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
     claim_until = time.monotonic() + herald.PUMP_SECONDS
-    # What the previous pump of this process handed over: in flight still, counted and recorded here.
-    futures, probes, handshakes = handed_over.take(transport)  # handshakes: {future: confirmation.Handshake}
     sent = 0
     pace = Pace(queues.work_sequence(queue_name), getattr(transport, "stalls", 0))
     answered: set = set()  # sends completed, recorded after the claim that refills their slots
     answering: set[int] = set()  # endpoints whose latest answers were all 2xx: their next round is claimed ahead
+    # What the previous pump of this process handed over: in flight still, counted and recorded here.
+    futures, probes, handshakes = handed_over.take(transport)  # handshakes: {future: confirmation.Handshake}
     try:
         while True:
             claiming = time.monotonic() < claim_until and not stopping.is_set()
@@ -338,8 +364,8 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     recorded, so that its endpoint's health (a backoff, a freeze) is decided before the endpoint is sent more.
 
     `ahead`: endpoints that are answering 2xx, slowly (`answers_came`). Each may have a second room's worth
-    claimed: those sends wait in the transport for the endpoint's slots (HERALD_SEND_START_WINDOW_SECONDS at most;
-    past it they are due again, not attempts) and start the moment a slot frees, instead of after the next claim.
+    claimed: those sends wait in the transport for the endpoint's slots (HERALD_STALLED_SEND_SECONDS at most; past
+    it they are due again, not attempts) and start the moment a slot frees, instead of after the next claim.
     One endpoint answering in 200 ms otherwise waited ~25 ms of every round, between its answers and the claim
     that refills its slots. An endpoint that fails or stops answering (a stalled send) loses this until it answers
     2xx again, so what waits behind a silent or failing endpoint is never more than one room per worker."""
@@ -353,7 +379,6 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
             elif sending.delivery.id not in probes:
                 continue
         in_flight[sending.delivery.endpoint_id] += sending.weight
-    room_now = {endpoint_id: per_endpoint - in_flight[endpoint_id] for endpoint_id in ahead}
     for endpoint_id in ahead:
         in_flight[endpoint_id] -= per_endpoint
     for endpoint_id in failing:
@@ -361,17 +386,12 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
     claimed, more = leases.claim_due(now, free, per_endpoint=per_endpoint, in_flight=in_flight,
                                      shares=(transport.active_by_share(), transport.max_in_flight))
     if claimed:
-        # What is claimed ahead waits for its endpoint's room a stalled send's time at most (then it is due again,
-        # not an attempt): it holds one of the process's slots meanwhile, and an endpoint that stops answering
-        # must not keep them for the whole start window.
-        now_rows, ahead_rows = [], []
-        for delivery in claimed:
-            if room_now.get(delivery.endpoint_id, 1) > 0:
-                now_rows.append(delivery)
-                if delivery.endpoint_id in room_now:
-                    room_now[delivery.endpoint_id] -= 1
-            else:
-                ahead_rows.append(delivery)
+        # An endpoint claimed ahead: its sends wait for its room a stalled send's time at most (then they are due
+        # again, not attempts). Those waiting hold one of the process's slots meanwhile, and an endpoint that stops
+        # answering must not keep them for the whole start window. (Its sends that have room start at once; a
+        # batch's rows stay together.)
+        now_rows = [delivery for delivery in claimed if delivery.endpoint_id not in ahead]
+        ahead_rows = [delivery for delivery in claimed if delivery.endpoint_id in ahead]
         for rows, window in ((now_rows, herald.SEND_START_WINDOW_SECONDS), (ahead_rows, herald.STALLED_SEND_SECONDS)):
             if rows:
                 started, started_probes = attempts.start_sends(rows, None, now, transport=transport,

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import OperationalError, connections
 from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
@@ -291,3 +291,29 @@ def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_con
     pump.settle_handed_over(clock=lambda: CLOCK)  # the worker stops: waits for the answer, recorded all the same
     wait_until(lambda: set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"})
     assert pump.handed_over.transports() == []
+
+
+def test_what_the_recorder_cannot_record_for_the_database_is_left_again_and_nothing_else_holds_it(monkeypatch):
+    """`record_left`: sends the database could not take (it is away) are handed over again, to be tried later;
+    any other failure is logged and left to the reconciler, so one bad row cannot hold back the others."""
+    transport, future = object(), Future()
+    future.set_result(SendResult(status=200, duration_ms=3))
+    sending = type("Sending", (), {"delivery": type("Row", (), {"id": 7, "endpoint_id": 1})()})()
+    monkeypatch.setattr(pump.time, "sleep", lambda seconds: None)
+    quiet = pump.HandedOver()
+    quiet.closing.set()  # no recorder thread: what is left stays for this test to see
+    monkeypatch.setattr(pump, "handed_over", quiet)
+
+    def away(*args):
+        raise OperationalError("the database is away")
+
+    monkeypatch.setattr(pump.attempts, "record_sends", away)
+    assert not pump.record_left(transport, ({future: sending}, {7}, {}), lambda: CLOCK)
+    assert pump.handed_over.take(transport) == ({future: sending}, {7}, {})
+
+    def broken(*args):
+        raise ValueError("a row nothing can store")
+
+    monkeypatch.setattr(pump.attempts, "record_sends", broken)
+    assert pump.record_left(transport, ({future: sending}, {7}, {}), lambda: CLOCK)  # logged, not left again
+    assert pump.handed_over.take(transport) == ({}, set(), {})
