@@ -234,7 +234,8 @@ with connection.cursor() as c:
               "CASCADE")
     # The planner's statistics of what was truncated (a million rows in one scenario) would otherwise shape the
     # next scenario's plans: the ten 200 ms endpoints' PostgreSQL CPU doubled after that one, until an ANALYZE.
-    c.execute("ANALYZE herald_delivery_attempt, herald_delivery_delivery, herald_delivery_message")
+    c.execute("ANALYZE herald_delivery_attempt, herald_delivery_delivery, herald_delivery_message, "
+              "herald_subscriptions_subscription, herald_subscriptions_endpoint, herald_subscriptions_topic")
 django_rq.get_connection("deliveries").flushdb()
 user = get_user_model().objects.get(username="bench")
 topic = Topic.objects.create(owner=user, name="bench")
