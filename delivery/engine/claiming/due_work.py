@@ -6,8 +6,9 @@ claim and the shares and endpoints with due work, not the number of pending rows
 
 import itertools
 from collections import Counter
+from contextlib import contextmanager
 
-from django.db import connection
+from django.db import connection, transaction
 
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
@@ -33,6 +34,12 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
         return in_turn(rows), len(rows) == count * 4
+    with plans_in_index_order():
+        return _due_in_turn(now, count, per_endpoint, in_flight, shares, full)
+
+
+def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares: tuple[Counter, int] | None,
+                 full: list[int]) -> tuple[list[tuple], bool]:
     wanting = shares_with_due_work(now)
     if not wanting:
         return [], False
@@ -86,6 +93,33 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
         rows, trimmed = _within_rooms(rows, granted)
         more = more or trimmed or without_room
     return in_turn([row[:6] + row[7:] for row in rows]), more
+
+
+# How the claim's reads are planned (`plans_in_index_order`): sorts priced out, and no JIT compilation, which
+# those prices would otherwise buy for every read (a second of compiling per statement).
+READ_PLANNING = {"enable_sort": "off", "enable_incremental_sort": "off", "jit": "off"}
+_PLAN_READS = "SELECT " + ", ".join([f"current_setting('{name}')" for name in READ_PLANNING] +
+                                    [f"set_config('{name}', '{value}', true)" for name, value in READ_PLANNING.items()])
+_PUT_BACK = "SELECT " + ", ".join(f"set_config('{name}', %s, true)" for name in READ_PLANNING)
+
+
+@contextmanager
+def plans_in_index_order():
+    """The claim's reads planned with READ_PLANNING (in a transaction of their own, or the caller's, whose settings
+    are put back after them). Each read has a plan that follows its index's order and needs no sort; the others
+    read a share's whole backlog (or every pending row) and sort it, and the planner takes one of those whenever its
+    statistics say the share is small. Statistics taken while the table was nearly empty (a new install; a quiet
+    hour before a flood, until autovacuum analyzes again) said one row for a share of 40,000: each claim then read
+    the share's backlog once per endpoint, 180-360 ms per statement instead of 0.3, and a quiet owner beside the
+    flood waited 0.7-1.3 s for its claims (docs/benchmarks.md). Sorts are priced out, not forbidden: the reads'
+    own ORDER BY of a few rows still sorts."""
+    nested = connection.in_atomic_block
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_PLAN_READS)
+        before = cursor.fetchone()[:len(READ_PLANNING)]
+        yield
+        if nested:  # (after an error the caller's savepoint rolls back, and the settings with it)
+            cursor.execute(_PUT_BACK, before)
 
 
 def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
@@ -178,6 +212,12 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
     return [tuple(share) for share in found]
 
 
+# The reads of endpoints' rows (the walk's steps, `due_rows`) name the share by equality and order by the endpoint
+# index's next columns, the endpoint's included (bounded by row comparisons, never by `endpoint_id = …`, which
+# would make that order column a constant). No other index has that order: through the share index (owner, tenant,
+# due time) a read must sort the share's backlog, which `plans_in_index_order` prices out. (With the whole key in
+# row comparisons, statistics sampled after most of a flood was sent made that path look cheaper even with sorts
+# allowed: 120,000 index entries per claim instead of 100.)
 ENDPOINTS_SCANNED_PER_WANTED = 40  # endpoints with pending rows probed per endpoint with due rows a share may use
 _after_endpoint: dict[tuple[int, int], int] = {}  # per share, where its next look at endpoints starts (per process)
 LAST_ENDPOINT = 2**63 - 1
@@ -223,11 +263,11 @@ def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, i
     the shares whose walk stopped before the end of its range (enough found, or as many probed as it may), the
     endpoint it stopped at."""
     table = Delivery._meta.db_table
-    key = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id"
+    # Each step orders by the endpoint index's columns after the share's (see above ENDPOINTS_SCANNED_PER_WANTED).
     step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
-               WHERE d.status = %(pending)s AND ({key}) > (s.owner_id, s.tenant, {{after}})
-                 AND ({key}) <= (s.owner_id, s.tenant, s.upto)
-               ORDER BY {key}, d.next_attempt_at, d.id LIMIT 1"""
+               WHERE d.status = %(pending)s AND d.owner_id = s.owner_id AND COALESCE(d.tenant_id, 0) = s.tenant
+                 AND d.endpoint_id > {{after}} AND d.endpoint_id <= s.upto
+               ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT 1"""
     # A pending row with no due time (a paused subscription's, held) is not usable, and must not make the count
     # NULL: that ended the walk at such an endpoint, and the endpoints after it were never looked at.
     usable = "COALESCE(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])), false)::int"
@@ -260,10 +300,9 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
     """For each (owner, tenant, endpoint) in `wanted`, up to that many of its due rows oldest first, after the
     (next_attempt_at, id) in `after`: (id, endpoint, subscription, batch size, owner, tenant, next_attempt_at,
     ctid), each endpoint's oldest first. A row range of the (owner, tenant, endpoint, next_attempt_at, id) index:
-    it reads the rows it returns."""
+    it reads the rows it returns, whatever the statistics (see above ENDPOINTS_SCANNED_PER_WANTED)."""
     keys = list(wanted)
     table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
-    position = "d.owner_id, COALESCE(d.tenant_id, 0), d.endpoint_id, d.next_attempt_at, d.id"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant,
@@ -274,10 +313,10 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
                 CROSS JOIN LATERAL (
                     SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id, d.next_attempt_at, d.ctid
                     FROM {table} d
-                    WHERE ({position}) > (o.owner_id, o.tenant, o.endpoint_id, o.after_time, o.after_id)
-                      AND ({position}) <= (o.owner_id, o.tenant, o.endpoint_id, %(now)s, {LAST_ENDPOINT})
-                      AND d.status = %(pending)s
-                    ORDER BY {position} LIMIT o.wanted) c
+                    WHERE d.status = %(pending)s AND d.owner_id = o.owner_id AND COALESCE(d.tenant_id, 0) = o.tenant
+                      AND (d.endpoint_id, d.next_attempt_at, d.id) > (o.endpoint_id, o.after_time, o.after_id)
+                      AND (d.endpoint_id, d.next_attempt_at) <= (o.endpoint_id, %(now)s)
+                    ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT o.wanted) c
                 JOIN {subscriptions._meta.db_table} s ON s.id = c.subscription_id
                 ORDER BY o.n, c.next_attempt_at, c.id""",
             {"owners": [k[0] for k in keys], "tenants": [k[1] for k in keys], "endpoints": [k[2] for k in keys],
