@@ -260,9 +260,9 @@ print(topic.id)""")
         return [row[0] for row in self.db_execute("SELECT id FROM herald_subscriptions_endpoint WHERE url LIKE %s",
                                                   [f"%/{path_prefix}/%"])]
 
-    def _succeeded(self, endpoints: list[int] | None, what: str = "count(*)"):
+    def _succeeded(self, endpoints: list[int] | None) -> int:
         where = "" if endpoints is None else " AND endpoint_id = ANY(%s)"
-        return self.db_execute(f"SELECT {what} FROM herald_delivery_delivery WHERE status = 'succeeded'{where}",
+        return self.db_execute(f"SELECT count(*) FROM herald_delivery_delivery WHERE status = 'succeeded'{where}",
                                [] if endpoints is None else [endpoints]).fetchone()[0]
 
     def db_execute(self, sql: str, params: list | None = None):
@@ -302,15 +302,16 @@ print(topic.id)""")
     def wait_delivered(self, expected: int, *, prefix: str | None = None, timeout: float = 600,
                        cpu: dict | None = None) -> float:
         """Seconds from the first request the receiver saw until `expected` deliveries (of endpoints under
-        `prefix`) had succeeded (the last one's `finished_at`): the engine's start-up (imports, connections) is not
-        part of a drain. `cpu`, if given, gets each process kind's CPU seconds over the same span (from the first
-        receipt seen to the look that saw the last success). The looks are spaced by a quarter of the time the
-        drain has left at its rate so far (50 ms to 1 s): each counts every row that succeeded, and at 20 looks a
-        second those counts cost PostgreSQL up to half a core beside what is measured."""
+        `prefix`) had succeeded (the `expected`-th one's `finished_at`): the engine's start-up (imports,
+        connections) is not part of a drain. `cpu`, if given, gets each process kind's CPU seconds from the first
+        receipt seen to the look that saw the last success. The looks are spaced by a quarter of the time the drain
+        has left at its rate so far (50 ms to 1 s): each counts every row that succeeded, and at 20 looks a second
+        those counts cost PostgreSQL up to half a core beside what is measured."""
         started, started_at = time.perf_counter(), time.time()
         endpoints = self._endpoints(prefix)
         at_first = None
-        while (done := self._succeeded(endpoints)) < expected:
+        done = before = self._succeeded(endpoints)
+        while done < expected:
             elapsed = time.perf_counter() - started
             if elapsed > timeout:
                 raise RuntimeError(f"only {done}/{expected} delivered in {timeout} s")
@@ -319,13 +320,20 @@ print(topic.id)""")
                     at_first = self.cpu()
                 else:
                     time.sleep(0.05)
+                    done = self._succeeded(endpoints)
                     continue
-            left = (expected - done) * elapsed / done if done else 1.0
+            left = (expected - done) * elapsed / (done - before) if done > before else 1.0
             time.sleep(min(1.0, max(0.05, left / 4)))
+            done = self._succeeded(endpoints)
         if cpu is not None:
             cpu.update(spent(at_first or self.cpu(), self.cpu()))
-        finished = float(self._succeeded(endpoints, "extract(epoch FROM max(finished_at))"))
-        return finished - min((t for t, _, _ in self.received()), default=started_at)
+        where = "" if endpoints is None else " AND endpoint_id = ANY(%s)"
+        finished = self.db_execute(  # the `expected`-th success (a warm-up's may come after it)
+            "SELECT extract(epoch FROM finished_at) FROM herald_delivery_delivery WHERE status = 'succeeded'"
+            f"{where} ORDER BY finished_at OFFSET %s LIMIT 1",
+            [*([] if endpoints is None else [endpoints]), max(0, expected - 1)]).fetchone()
+        end = float(finished[0]) if finished else time.time()
+        return end - min((t for t, _, _ in self.received()), default=started_at)
 
     def drain(self, count: int, workers: int = 2, subscriptions: dict | None = None) -> tuple[float, dict[str, float]]:
         """A fresh topic with one fast endpoint (or `subscriptions`, as `reset` takes them), `count` messages

@@ -34,15 +34,17 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
         return in_turn(rows), len(rows) == count * 4
-    with plans_in_index_order():
-        return _due_in_turn(now, count, per_endpoint, in_flight, shares, full)
-
-
-def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares: tuple[Counter, int] | None,
-                 full: list[int]) -> tuple[list[tuple], bool]:
+    # Which shares have due work: an index walk with nothing to sort, outside the block below, so that a look that
+    # finds nothing stays one statement.
     wanting = shares_with_due_work(now)
     if not wanting:
         return [], False
+    with plans_in_index_order():
+        return _due_in_turn(now, count, per_endpoint, in_flight, shares, full, wanting)
+
+
+def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares: tuple[Counter, int] | None,
+                 full: list[int], wanting: list[tuple[int, int]]) -> tuple[list[tuple], bool]:
     # Each share within its room of the process's send slots (rules/send_shares.py); one without room waits for
     # its sends to be answered or to stall, and the claim says more is due.
     share_room = send_shares.rooms(wanting, *shares) if shares is not None else {}
@@ -98,8 +100,8 @@ def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares:
 # How the claim's reads are planned (`plans_in_index_order`): sorts priced out, and no JIT compilation, which
 # those prices would otherwise buy for every read (a second of compiling per statement).
 READ_PLANNING = {"enable_sort": "off", "enable_incremental_sort": "off", "jit": "off"}
-_PLAN_READS = "SELECT " + ", ".join([f"current_setting('{name}')" for name in READ_PLANNING] +
-                                    [f"set_config('{name}', '{value}', true)" for name, value in READ_PLANNING.items()])
+_SETTINGS = "SELECT " + ", ".join(f"current_setting('{name}')" for name in READ_PLANNING)
+_PLAN_READS = "SELECT " + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in READ_PLANNING.items())
 _PUT_BACK = "SELECT " + ", ".join(f"set_config('{name}', %s, true)" for name in READ_PLANNING)
 
 
@@ -113,12 +115,14 @@ def plans_in_index_order():
     the share's backlog once per endpoint, 180-360 ms per statement instead of 0.3, and a quiet owner beside the
     flood waited 0.7-1.3 s for its claims (docs/benchmarks.md). Sorts are priced out, not forbidden: the reads'
     own ORDER BY of a few rows still sorts."""
-    nested = connection.in_atomic_block
+    nested = connection.in_atomic_block or not connection.get_autocommit()
     with transaction.atomic(), connection.cursor() as cursor:
+        if nested:
+            cursor.execute(_SETTINGS)
+            before = cursor.fetchone()
         cursor.execute(_PLAN_READS)
-        before = cursor.fetchone()[:len(READ_PLANNING)]
         yield
-        if nested:  # (after an error the caller's savepoint rolls back, and the settings with it)
+        if nested:  # (after an error this block's savepoint rolls back, and the settings with it)
             cursor.execute(_PUT_BACK, before)
 
 
