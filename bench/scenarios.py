@@ -251,7 +251,7 @@ print(topic.id)""")
         return self.db_execute(sql).fetchone()[0]
 
     def succeeded(self, path_prefix: str | None = None) -> int:
-        return self._succeeded(self._endpoints(path_prefix))
+        return self._succeeded(self._endpoints(path_prefix))[0]
 
     def _endpoints(self, path_prefix: str | None) -> list[int] | None:
         """The ids of the endpoints under `path_prefix` (None: every endpoint)."""
@@ -260,10 +260,11 @@ print(topic.id)""")
         return [row[0] for row in self.db_execute("SELECT id FROM herald_subscriptions_endpoint WHERE url LIKE %s",
                                                   [f"%/{path_prefix}/%"])]
 
-    def _succeeded(self, endpoints: list[int] | None) -> int:
+    def _succeeded(self, endpoints: list[int] | None, select: str = "count(*)", after: str = "", *params):
+        """`select` over the succeeded rows (of `endpoints`), `after` the WHERE clause (with `params`): its row."""
         where = "" if endpoints is None else " AND endpoint_id = ANY(%s)"
-        return self.db_execute(f"SELECT count(*) FROM herald_delivery_delivery WHERE status = 'succeeded'{where}",
-                               [] if endpoints is None else [endpoints]).fetchone()[0]
+        return self.db_execute(f"SELECT {select} FROM herald_delivery_delivery WHERE status = 'succeeded'{where}"
+                               f"{after}", [*([] if endpoints is None else [endpoints]), *params]).fetchone()
 
     def db_execute(self, sql: str, params: list | None = None):
         if self.db is None:
@@ -310,7 +311,7 @@ print(topic.id)""")
         started, started_at = time.perf_counter(), time.time()
         endpoints = self._endpoints(prefix)
         at_first = None
-        done = before = self._succeeded(endpoints)
+        done = before = self._succeeded(endpoints)[0]
         while done < expected:
             elapsed = time.perf_counter() - started
             if elapsed > timeout:
@@ -320,18 +321,15 @@ print(topic.id)""")
                     at_first = self.cpu()
                 else:
                     time.sleep(0.05)
-                    done = self._succeeded(endpoints)
+                    done = self._succeeded(endpoints)[0]
                     continue
             left = (expected - done) * elapsed / (done - before) if done > before else 1.0
             time.sleep(min(1.0, max(0.05, left / 4)))
-            done = self._succeeded(endpoints)
+            done = self._succeeded(endpoints)[0]
         if cpu is not None:
             cpu.update(spent(at_first or self.cpu(), self.cpu()))
-        where = "" if endpoints is None else " AND endpoint_id = ANY(%s)"
-        finished = self.db_execute(  # the `expected`-th success (a warm-up's may come after it)
-            "SELECT extract(epoch FROM finished_at) FROM herald_delivery_delivery WHERE status = 'succeeded'"
-            f"{where} ORDER BY finished_at OFFSET %s LIMIT 1",
-            [*([] if endpoints is None else [endpoints]), max(0, expected - 1)]).fetchone()
+        finished = self._succeeded(endpoints, "extract(epoch FROM finished_at)",  # the `expected`-th success
+                                   " ORDER BY finished_at OFFSET %s LIMIT 1", max(0, expected - 1))
         end = float(finished[0]) if finished else time.time()
         return end - min((t for t, _, _ in self.received()), default=started_at)
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from django.db import connection, transaction
 
+from delivery.engine.plumbing.database import in_callers_transaction
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
 from delivery.rules import send_shares
@@ -115,7 +116,7 @@ def plans_in_index_order():
     the share's backlog once per endpoint, 180-360 ms per statement instead of 0.3, and a quiet owner beside the
     flood waited 0.7-1.3 s for its claims (docs/benchmarks.md). Sorts are priced out, not forbidden: the reads'
     own ORDER BY of a few rows still sorts."""
-    nested = connection.in_atomic_block or not connection.get_autocommit()
+    nested = in_callers_transaction()
     with transaction.atomic(), connection.cursor() as cursor:
         if nested:
             cursor.execute(_SETTINGS)

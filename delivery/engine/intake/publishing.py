@@ -23,7 +23,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import clock, counters, quotas, tracing
-from delivery.engine.plumbing.database import after_commit, insert, insert_together
+from delivery.engine.plumbing.database import after_commit, in_callers_transaction, insert, insert_together
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
@@ -209,8 +209,7 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     statement (`insert_together`), atomic without BEGIN and COMMIT: the usual REST publish. Ordering keys (their
     locks and reads) and a caller's transaction (a savepoint keeps a failed write from aborting it) take a
     transaction of the write's own."""
-    connection = transaction.get_connection()
-    if any(entry.ordering_key for entry in entries) or connection.in_atomic_block or not connection.get_autocommit():
+    if any(entry.ordering_key for entry in entries) or in_callers_transaction():
         with transaction.atomic():
             return _write(topic, entries, one_statement=False)
     return _write(topic, entries, one_statement=True)

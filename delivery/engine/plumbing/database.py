@@ -81,6 +81,13 @@ def after_commit(action, *args, **kwargs) -> None:
     transaction.on_commit(run)
 
 
+def in_callers_transaction(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Whether a statement now runs inside a transaction the caller opened (an atomic block, or Django's manual
+    transaction mode), which Herald's own work must not commit, end or leave changed."""
+    connection = connections[using]
+    return connection.in_atomic_block or not connection.get_autocommit()
+
+
 def on_psycopg3(connection) -> bool:
     """PostgreSQL through psycopg 3: where server-side binding, binary parameters and COPY rows are there."""
     return connection.vendor == "postgresql" and connection.Database.__name__ == "psycopg"
