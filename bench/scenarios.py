@@ -28,7 +28,8 @@ kind (web, worker, scheduler, PostgreSQL) and of what shares the machine with th
 script: its client threads and bookkeeping), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
-                               [--only cpu|one-endpoint|scale-out|noisy-neighbour|slow-neighbours|silent-tenant|tracing]
+                               [--only cpu|one-endpoint|slow-endpoints|scale-out|noisy-neighbour|slow-neighbours|
+                                       silent-tenant|tracing]
 """
 
 import argparse
@@ -265,6 +266,21 @@ print(topic.id)""")
         where = "" if endpoints is None else " AND endpoint_id = ANY(%s)"
         return self.db_execute(f"SELECT {select} FROM herald_delivery_delivery WHERE status = 'succeeded'{where}"
                                f"{after}", [*([] if endpoints is None else [endpoints]), *params]).fetchone()
+
+    def in_flight(self) -> dict:
+        """Requests in flight over the last drain, from its attempt rows (started, took): the average between the
+        first start and the last answer, and the peak."""
+        rows = self.db_execute("SELECT extract(epoch FROM started_at)::float8, duration_ms FROM herald_delivery_attempt"
+                               ).fetchall()
+        if not rows:
+            return {}
+        events = sorted([(start, 1) for start, _ in rows] + [(start + took / 1000, -1) for start, took in rows])
+        level, last, area, peak = 0, events[0][0], 0.0, 0
+        for moment, change in events:
+            area += level * (moment - last)
+            last, level = moment, level + change
+            peak = max(peak, level)
+        return {"in_flight_avg": round(area / max(events[-1][0] - events[0][0], 1e-9)), "in_flight_peak": peak}
 
     def db_execute(self, sql: str, params: list | None = None):
         if self.db is None:
@@ -741,19 +757,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
         print(f"{'':<52}publish p50/p99 {figures['publish_p50_ms']}/{figures['publish_p99_ms']} ms; "
               f"publish→receipt p50/p99 {figures['receipt_p50_ms']}/{figures['receipt_p99_ms']} ms")
 
-    # A receiver answering after 200 ms: ten endpoints, and twenty (#39's shape: their rooms, 640 per worker, are
-    # more than a worker's 512 slots).
-    ceiling = asyncio_rate(f"http://127.0.0.1:{bench.receiver_port}/slow/ceiling", int(3000 * scale))
-    for endpoints, messages in ((10, int(1000 * scale)), (20, int(200 * scale))):
-        topic = bench.reset({"slow": endpoints})
-        bench.publish_many(topic, messages)
-        bench.start_engine()
-        cpu = {}
-        seconds = bench.wait_delivered(messages * endpoints, cpu=cpu)
-        bench.stop_engine()
-        row(f"200 ms receiver, {endpoints} endpoints", messages * endpoints / seconds, "deliveries/s", ceiling,
-            "asyncio client, 256 in flight", **per_thousand(cpu, messages * endpoints))
-        print(cpu_line(cpu, messages * endpoints, "deliveries"))
+    rows += slow_endpoints(bench, quick)
     rows += one_slow_endpoint(bench, quick)
 
     # One endpoint hanging until its timeout among 19 fast ones, beside the same 19 alone.
@@ -890,6 +894,30 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
     return rows
 
 
+def slow_endpoints(bench: Bench, quick: bool) -> list[dict]:
+    """A receiver answering after 200 ms: ten endpoints, and twenty (#39's shape: their rooms, 640 per worker, are
+    more than a worker's 512 slots), drained by 2 workers, beside an asyncio client keeping 256 requests in flight
+    to the same receiver (`--only slow-endpoints`)."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    scale = 0.3 if quick else 1.0
+    ceiling = asyncio_rate(f"http://127.0.0.1:{bench.receiver_port}/slow/ceiling", int(3000 * scale))
+    for endpoints, messages in ((10, int(1000 * scale)), (20, int(200 * scale))):
+        topic = bench.reset({"slow": endpoints})
+        bench.publish_many(topic, messages)
+        bench.start_engine()
+        cpu = {}
+        seconds = bench.wait_delivered(messages * endpoints, cpu=cpu)
+        bench.stop_engine()
+        in_flight = bench.in_flight()
+        row(f"200 ms receiver, {endpoints} endpoints", messages * endpoints / seconds, "deliveries/s", ceiling,
+            "asyncio client, 256 in flight", **per_thousand(cpu, messages * endpoints), **in_flight)
+        print(cpu_line(cpu, messages * endpoints, "deliveries"))
+        print(f"{'':<52}requests in flight: {in_flight.get('in_flight_avg')} on average, "
+              f"{in_flight.get('in_flight_peak')} at most")
+    return rows
+
+
 def one_slow_endpoint(bench: Bench, quick: bool) -> list[dict]:
     """One endpoint answering in 200 ms, drained by 2 workers: each may keep HERALD_MAX_IN_FLIGHT_PER_ENDPOINT
     requests in flight to it, so the most it can take is that room over the latency. The ceiling is measured in the
@@ -932,8 +960,8 @@ def scale_out(bench: Bench, quick: bool) -> list[dict]:
 
 
 ONLY = {"cpu": publish_and_drain, "scale-out": scale_out, "tracing": tracing_cost,
-        "one-endpoint": one_slow_endpoint, "noisy-neighbour": noisy_neighbour, "slow-neighbours": slow_neighbours,
-        "silent-tenant": silent_tenant}
+        "one-endpoint": one_slow_endpoint, "slow-endpoints": slow_endpoints, "noisy-neighbour": noisy_neighbour,
+        "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant}
 
 
 def main() -> int:
