@@ -39,13 +39,6 @@ WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new w
 # At most this many rows per claim: the pump takes in the answers between claims, so a backlog fills the transport in
 # a few rounds instead of one long one during which answers pile up unread (and a crash would repeat them all).
 CLAIM_BATCH = 64
-# A full claim is followed at once, without waiting for answers, while fewer than this share of the process's send
-# slots are in flight: slow endpoints' backlog fills the slots they can use in a few claims. At 128 of 512 (the
-# first rule), 20 endpoints answering in 200 ms drained with ~200 requests in flight for two workers' 1,024 slots:
-# 0.80-0.88x of an asyncio client keeping 256; at half the slots 0.95-1.14x, and at all of them 0.95-1.10x
-# (docs/benchmarks.md, "Twenty endpoints answering in 200 ms, again"). Fast endpoints are unaffected: their answers
-# come while a claim runs, and each answer read lets the next claim follow anyway.
-FOLLOW_AT_ONCE_SHARE = 0.5
 # New work announced while a backlog drains (another owner's publish, say) is looked for this often and taken by a
 # claim of this size at once, before the next full claim: a fresh delivery waits for the step in progress, not for
 # the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
@@ -245,14 +238,16 @@ class Pace:
         self.slots_report_at = moment + counters.SLOTS_REPORT_SECONDS
         return True
 
-    def claimed(self, moment: float, taken: int, more: bool, batch: int, pending: int, slots: int) -> None:
-        """After a claim of at most `batch` rows took `taken`, with `pending` sends in flight of the process's
-        `slots`. A full claim may be followed at once while fewer than FOLLOW_AT_ONCE_SHARE of the slots are in
-        flight (a cold start, slow endpoints' backlog); beyond that, claims follow completions."""
+    def claimed(self, moment: float, taken: int, more: bool, batch: int, pending: int) -> None:
+        """After a claim of at most `batch` rows took `taken`. A full claim may be followed at once while little is
+        in flight (a cold start, a slow endpoint's backlog); beyond that, claims follow completions. (Up to half
+        the slots instead, 20 endpoints answering in 200 ms drained at 0.95-1.14x their ceiling against 0.80-0.88x,
+        and the chaos run's kill -9 lost 4-5x as many sends to resend: docs/benchmarks.md, "Twenty endpoints
+        answering in 200 ms, again".)"""
         self.last_look = moment
         small = batch < CLAIM_BATCH
         self.more_due = more or (small and self.more_due)
-        self.freed = (taken == batch and pending < slots * FOLLOW_AT_ONCE_SHARE) or (small and self.freed)
+        self.freed = (taken == batch and pending < 2 * CLAIM_BATCH) or (small and self.freed)
 
     def stalled(self, stalls: int) -> bool:
         """A send stalled and gave its slot back: look again. Whether one did since the last call."""
@@ -302,7 +297,7 @@ def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
                     taken, more = claim_and_start(futures, probes, min(free, batch), per_endpoint,
                                                   transport=transport, now=now, answered=answered,
                                                   ahead=answering)
-                    pace.claimed(moment, taken, more, batch, transport.pending, transport.max_in_flight)
+                    pace.claimed(moment, taken, more, batch, transport.pending)
             if answered:
                 sent += attempts.record_sends(answered, futures, probes, clock())
                 answered = set()

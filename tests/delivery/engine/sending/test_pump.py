@@ -210,8 +210,7 @@ def test_a_stopping_worker_claims_nothing(user, redis_conn):
 
 def test_the_pace_takes_announced_work_at_once_in_a_small_claim():
     pace = pump.Pace(seen=7, stalls=0)
-    # a backlog, the transport full
-    pace.claimed(10.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=500, slots=512)
+    pace.claimed(10.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=500)  # a backlog, the transport full
     assert pace.claim_size(10.01, announced=None) == (False, pump.CLAIM_BATCH)  # wait for completions
     assert pace.claim_size(10.01, announced=8) == (True, pump.ANNOUNCED_BATCH)  # a publish: at once, small
     assert pace.seen == 8 and pace.claim_size(10.02, announced=8) == (False, pump.CLAIM_BATCH)
@@ -221,19 +220,15 @@ def test_the_pace_takes_announced_work_at_once_in_a_small_claim():
     assert pace.claim_size(10.3, announced=9) == (True, pump.CLAIM_BATCH) and pace.seen == 9
 
 
-def test_the_pace_follows_a_full_claim_at_once_only_while_less_than_half_the_slots_are_in_flight():
+def test_the_pace_follows_a_full_claim_at_once_only_while_little_is_in_flight():
     pace = pump.Pace(seen=0, stalls=0)
-    pace.claimed(1.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=64, slots=512)
+    pace.claimed(1.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=64)
     assert pace.freed and pace.claim_next(claiming=True, free=10)
-    pace.claimed(1.05, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=255, slots=512)
-    assert pace.freed and pace.claim_next(claiming=True, free=10)
-    pace.claimed(1.1, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=256, slots=512)
+    pace.claimed(1.1, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=200)
     assert not pace.freed and not pace.claim_next(claiming=True, free=10)
-    pace.claimed(1.15, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=64, slots=100)  # an operator's 100 slots
-    assert not pace.freed
     pace.stalled(1)  # a stalled send gave its slot back
     assert pace.freed
-    pace.claimed(1.2, taken=3, more=False, batch=pump.CLAIM_BATCH, pending=3, slots=512)
+    pace.claimed(1.2, taken=3, more=False, batch=pump.CLAIM_BATCH, pending=3)
     assert not pace.more_due and not pace.claim_next(claiming=True, free=10)
 
 
