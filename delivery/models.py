@@ -128,7 +128,9 @@ class Delivery(models.Model):
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_next"),
-            models.Index(fields=["subscription", "status"], name="delivery_subscription_status"),
+            # A subscription's rows by status; its pending rows by due time (a batching subscription's claim fills
+            # its batch with its oldest due rows: a batch read, whatever its backlog).
+            models.Index(fields=["subscription", "status", "next_attempt_at"], name="delivery_subscription_due"),
             models.Index(fields=["status", "finished_at"], name="delivery_status_finished"),
             # Ordered delivery: the unfinished rows of one (subscription, key), in publish order.
             models.Index(fields=["subscription", "ordering_key", "id"], name="delivery_ordering",

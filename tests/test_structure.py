@@ -17,9 +17,11 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import RequestFactory
 
 from delivery.engine.plumbing import queues
@@ -236,6 +238,13 @@ def test_the_edges_import_only_the_wings_meant_for_them():
 # operational events by a module's name.
 NAMED_BY_STRING = [queues.PUMP_JOB, queues.DELIVER_JOB, "delivery.engine.intake.fanout.fan_out",
                    "delivery.engine.intake.operational.connect"]
+
+
+@pytest.mark.django_db
+def test_the_models_and_their_migrations_agree():
+    """A model change (an index, a field) ships with its migration: `migrate` on a deployment builds what the code
+    reads along."""
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)  # exits 1 when a migration is missing
 
 
 def test_what_is_named_by_a_string_exists():

@@ -127,6 +127,22 @@ def plans_in_index_order():
             cursor.execute(_PUT_BACK, before)
 
 
+def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[int], int]]:
+    """For each batching subscription in `batching` ({subscription: batch size}), the ids of up to a batch of its
+    oldest due rows not among `taken`, with that size. Each is a read of the (subscription, status,
+    next_attempt_at) index, planned in its order: the one that sorts the subscription's backlog read all of it per
+    claim (46.7 ms at 200,000 rows against 0.33, docs/benchmarks.md)."""
+    def read() -> list[tuple[list[int], int]]:
+        return [(list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=taken)
+                      .order_by("next_attempt_at").values_list("id", flat=True)[:batch]), batch)
+                for subscription_id, batch in batching.items()]
+
+    if not batching or connection.vendor != "postgresql":  # (SQLite, local runs: as it comes)
+        return read()
+    with plans_in_index_order():
+        return read()
+
+
 def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
     """At most each share's room of `rows` (owner at 4, tenant at 5), its endpoints in turn; and whether any was
     left out."""

@@ -70,9 +70,7 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     # Endpoints without room were not read: their due rows wait for the sends in flight, and the pump must look
     # again when those complete rather than take "nothing read" for "nothing due".
     more = more or len(due) > len(ids) or any(count >= per_endpoint for count in in_flight.values())
-    for subscription_id, batch in batching.items():  # fill a whole batch
-        extra = list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=ids)
-                     .order_by("next_attempt_at").values_list("id", flat=True)[:batch])
+    for extra, batch in due_work.batches(now, batching, ids):  # fill each batch
         ids += extra
         more = more or len(extra) == batch
     if not ids:
