@@ -8,22 +8,26 @@ the migration loader from taking this module for a migration."""
 from django.db import migrations
 
 
+def _change(operation, schema_editor, app_label: str, state, index, *, add: bool) -> None:
+    """Build (add) or drop `index` CONCURRENTLY on the model as `state` has it."""
+    model = state.apps.get_model(app_label, operation.model_name)
+    if operation.allow_migrate_model(schema_editor.connection.alias, model):
+        change = schema_editor.add_index if add else schema_editor.remove_index
+        change(model, index, concurrently=True)
+
+
 class AddIndexOnline(migrations.AddIndex):
     """CREATE INDEX CONCURRENTLY on PostgreSQL; a plain AddIndex elsewhere."""
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor != "postgresql":
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            schema_editor.add_index(model, self.index, concurrently=True)
+        _change(self, schema_editor, app_label, to_state, self.index, add=True)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor != "postgresql":
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            schema_editor.remove_index(model, self.index, concurrently=True)
+        _change(self, schema_editor, app_label, from_state, self.index, add=False)
 
 
 class RemoveIndexOnline(migrations.RemoveIndex):
@@ -32,15 +36,11 @@ class RemoveIndexOnline(migrations.RemoveIndex):
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor != "postgresql":
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-            schema_editor.remove_index(model, index, concurrently=True)
+        index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
+        _change(self, schema_editor, app_label, from_state, index, add=False)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor != "postgresql":
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-            schema_editor.add_index(model, index, concurrently=True)
+        index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
+        _change(self, schema_editor, app_label, to_state, index, add=True)
