@@ -2,7 +2,10 @@
 bytes per delivery, while 2 real workers and the scheduler drain N deliveries to a local receiver; then the queries
 that read the most (pg_stat_statements) and the tables scanned whole.
 
-    python bench/rows_per_delivery.py [--deliveries 3000] [--preload 0]
+    python bench/rows_per_delivery.py [--deliveries 3000] [--preload 0] [--rate 0]
+
+`--rate 100` publishes the deliveries one message at a time at 100 a second while the workers run, instead of
+draining a backlog: the cost of a shop's ordinary day, publishes included.
 
 `--preload 10000000` first fills `message`, `delivery` and `attempt` with that many finished rows (SQL, a few
 minutes), so the figures show whether the cost grows with the tables. PostgreSQL runs with its production defaults
@@ -83,6 +86,18 @@ from delivery.engine.intake.publishing import Entry, message_publish_batch
 topic = Topic.objects.get(name="t")
 for start in range(0, {n}, 100):
     message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k}}) for k in range(start, min(start + 100, {n}))])
+"""
+# Publishing at a steady rate (--rate), one message per publish, while the workers run: a shop's ordinary day,
+# where a worker claims and records a delivery or two at a time instead of a drain's 64.
+STEADY = """
+import time
+from subscriptions.models import Topic
+from delivery.engine.intake.publishing import Entry, message_publish_batch
+topic = Topic.objects.get(name="t")
+started = time.perf_counter()
+for k in range({n}):
+    time.sleep(max(0.0, started + k / {rate} - time.perf_counter()))
+    message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k}})])
 """
 PRELOAD = [
     """INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type, subject, attributes,
@@ -172,6 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deliveries", type=int, default=3000)
     parser.add_argument("--preload", type=int, default=0)
+    parser.add_argument("--rate", type=float, default=0,
+                        help="publish the deliveries one message at a time at this rate while the workers run "
+                             "(the publishes' cost is then in the figures too), instead of draining a backlog")
     parser.add_argument("--explain-slower-than-ms", type=int, default=-1,
                         help="log the plans of statements slower than this (PostgreSQL's log, path printed)")
     parser.add_argument("--postgres-cores", type=float, default=0,
@@ -210,8 +228,13 @@ def main() -> None:
                 ('herald_delivery_message', 'herald_delivery_delivery', 'herald_delivery_attempt')""").fetchall()
             print(f"preloaded in {time.time() - started:.0f} s: " + ", ".join(f"{t} {c:,}" for t, c in sizes),
                   flush=True)
-        manage(env, "shell", "-c", PUBLISH.format(n=n))
-        db.execute("ANALYZE")
+        if not args.rate:
+            manage(env, "shell", "-c", PUBLISH.format(n=n))
+        if args.preload or not args.rate:
+            # (Not of empty tables: a plan cached by a connection while a table is a page or two long reads it
+            # whole on every run until the next ANALYZE, which is what a foreign-key check did at a steady rate,
+            # each insert scanning the growing table; docs/benchmarks.md, "The steady rate and the statistics".)
+            db.execute("ANALYZE")
         db.execute("SELECT pg_stat_statements_reset()")
         db.execute("SELECT pg_stat_reset()")
         wal_before = db.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
@@ -225,6 +248,11 @@ def main() -> None:
         cron = subprocess.Popen([sys.executable, "manage.py", "herald_cron"], env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL)
         processes += workers + [cron]
+        if args.rate:
+            time.sleep(3)  # the workers and the scheduler started
+            started = time.time()
+            processes.append(subprocess.Popen([sys.executable, "manage.py", "shell", "-c",
+                                               STEADY.format(n=n, rate=args.rate)], env=env, cwd=ROOT))
         wait_for(receiver_port, n)
         elapsed = time.time() - started
         time.sleep(2)  # the last answers recorded
@@ -238,7 +266,8 @@ def main() -> None:
         stats = db.execute("""SELECT tup_returned, tup_fetched, xact_commit, tup_inserted, tup_updated
                               FROM pg_stat_database WHERE datname = current_database()""").fetchone()
         returned, fetched, commits, inserted, updated = (value / n for value in stats)
-        print(f"{n:,} deliveries drained by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
+        how = f"published at {args.rate:g}/s and delivered" if args.rate else "drained"
+        print(f"{n:,} deliveries {how} by 2 workers in {elapsed:.1f} s ({n / elapsed:.0f}/s)")
         if args.postgres_cores:
             predicted = args.postgres_cores / (args.model_ms / 1000)
             print(f"PostgreSQL held to {args.postgres_cores:g} cores: the capacity model ({args.model_ms} ms of "
@@ -266,6 +295,18 @@ def main() -> None:
                    FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
                    ORDER BY shared_blks_hit + shared_blks_read DESC LIMIT 15""").fetchall():
             print(f"  {calls:6d} calls {rows / n:7.2f} rows {blocks / n:7.1f} blocks  {query}")
+        print("\nqueries by time (pg_stat_statements; calls and ms per delivery):")
+        for calls, total, query in db.execute(
+                """SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
+                   FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
+                   ORDER BY total_exec_time DESC LIMIT 20""").fetchall():
+            print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
+        print("\nqueries by calls (pg_stat_statements; calls and ms per delivery):")
+        for calls, total, query in db.execute(
+                """SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
+                   FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
+                   ORDER BY calls DESC LIMIT 15""").fetchall():
+            print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
         print("\ntables (per delivery):")
         for table, seq, seq_rows, idx, idx_rows in db.execute(
                 """SELECT relname, seq_scan, seq_tup_read, idx_scan, coalesce(idx_tup_fetch, 0)
