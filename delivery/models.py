@@ -75,7 +75,9 @@ class Delivery(models.Model):
     DeadLetterReason = DeadLetterReason
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
-    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
+    # (Its lookups go along delivery_subscription_due, which leads with it: no index of its own to keep up.)
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries",
+                                     db_index=False)
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
     # The topic's owner, on the row so that claiming shares due work fairly across owners (leases.claim_due).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -100,7 +102,8 @@ class Delivery(models.Model):
     ordering_key = models.CharField(max_length=256, null=True, blank=True, help_text=(  # noqa: DJ001
         "The message's ordering key, for a subscription with ordered delivery (else empty)."))
     replay = models.ForeignKey("Replay", null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries",
-                               help_text="The replay that created it; empty for the message's own delivery.")
+                               help_text="The replay that created it; empty for the message's own delivery.",
+                               db_index=False)  # indexed where set (delivery_replayed)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -132,6 +135,9 @@ class Delivery(models.Model):
             # its batch with its oldest due rows: a batch read, whatever its backlog).
             models.Index(fields=["subscription", "status", "next_attempt_at"], name="delivery_subscription_due"),
             models.Index(fields=["status", "finished_at"], name="delivery_status_finished"),
+            # A replay's deliveries. Partial: the message's own deliveries (nearly all) have none, and a full index
+            # took an entry for each of their row versions.
+            models.Index(fields=["replay"], condition=Q(replay__isnull=False), name="delivery_replayed"),
             # Ordered delivery: the unfinished rows of one (subscription, key), in publish order.
             models.Index(fields=["subscription", "ordering_key", "id"], name="delivery_ordering",
                          condition=Q(ordering_key__isnull=False, status__in=UNFINISHED)),
