@@ -1,6 +1,6 @@
 """Which due rows a claim reads, and in what order: fair across owners, within an owner across its tenants (and its
 own rows), within those across endpoints, each endpoint's rows oldest first (docs/architecture.md, "Fair
-claiming"). Every query reads a partial index of pending rows by key or by a bounded range, so its cost follows the
+claiming"). Every query reads pending rows along an index, by key or by a bounded range, so its cost follows the
 claim and the shares and endpoints with due work, not the number of pending rows. `leases` takes the rows.
 """
 

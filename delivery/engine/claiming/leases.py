@@ -46,10 +46,10 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     (`per_endpoint` requests less what it has `in_flight`); endpoints without room are not read at all. A row of a
     batching subscription is a 1/max_events_per_batch share of a request, and such a subscription gets up to a
     whole batch of its due rows. Rows another worker is taking are skipped. Returns (claimed, whether more was due
-    than taken). Every query reads partial indexes of pending rows (docs/architecture.md, "Fair claiming"): their
-    cost follows the batch and the shares and endpoints with due work, not the number of pending rows. `shares`:
-    (sends each (owner, tenant) holds, the process's slots), to keep each share within its room of the slots
-    (rules/send_shares.py)."""
+    than taken). Every query reads a bounded range of pending rows along an index (docs/architecture.md, "Fair
+    claiming"): their cost follows the batch and the shares and endpoints with due work, not the number of pending
+    rows. `shares`: (sends each (owner, tenant) holds, the process's slots), to keep each share within its room of
+    the slots (rules/send_shares.py)."""
     in_flight = in_flight or Counter()
     due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares)
     taken: Counter = Counter()

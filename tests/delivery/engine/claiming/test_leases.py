@@ -91,7 +91,7 @@ def test_the_owners_are_found_by_index_probes_not_by_reading_the_rows(django_use
     assert "delivery_pending_share_due" in plan, plan
 
 
-def flood_messages(cursor, topic_id: int, count: int, published_at: str) -> None:
+def _flood_messages(cursor, topic_id: int, count: int, published_at: str) -> None:
     """`count` messages of the topic, the g-th (from 1) published at the SQL expression `published_at`."""
     cursor.execute(f"""INSERT INTO herald_delivery_message (id, topic_id, payload, payload_is_text, event_type,
                            subject, attributes, published_at, request_fingerprint, fanout_pending, fanout_skipped,
@@ -189,7 +189,7 @@ def test_the_claims_reads_stay_on_the_endpoint_index_whatever_the_statistics(dja
 
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {table}")  # empty
-        flood_messages(cursor, topic.id, 2000, "now() - interval '1 minute' + (g / 100) * interval '0.5 second'")
+        _flood_messages(cursor, topic.id, 2000, "now() - interval '1 minute' + (g / 100) * interval '0.5 second'")
         cursor.execute(f"""INSERT INTO {table} (message_id, subscription_id, endpoint_id, owner_id, status,
                                next_attempt_at, attempt_count, dead_letter_reason, budget_attempts, created_at)
                            SELECT m.id, s.id, s.endpoint_id, %s, 'pending', m.published_at, 0, '', 0, now()
@@ -410,7 +410,7 @@ def test_a_batching_subscriptions_top_up_reads_a_batch_whatever_its_backlog(djan
     The read went through (subscription, status) and a sort of the subscription's whole backlog with statistics
     taken while the table was empty (117.9 ms at 200,000 rows), or along every due row of every subscription after
     an ANALYZE (221.7 ms, 199,032 rows filtered out): per claim. It must read about a batch, whatever the
-    statistics."""
+    statistics (of the empty table, then two samples of the full one)."""
     alice, topic = owner_with(django_user_model, "alice", 2)
     batching, other = topic.subscriptions.order_by("id")
     batching.max_events_per_batch = 10
@@ -436,7 +436,7 @@ def test_a_batching_subscriptions_top_up_reads_a_batch_whatever_its_backlog(djan
 
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {table}")  # empty
-        flood_messages(cursor, topic.id, 20000, "now() - interval '1 hour' + g * interval '10 millisecond'")
+        _flood_messages(cursor, topic.id, 20000, "now() - interval '1 hour' + g * interval '10 millisecond'")
         # The other subscription's rows fall due first, the batching one's after them.
         cursor.execute(f"""INSERT INTO {table} (message_id, subscription_id, endpoint_id, owner_id, status,
                                next_attempt_at, attempt_count, dead_letter_reason, budget_attempts, created_at)
