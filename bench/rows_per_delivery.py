@@ -233,7 +233,7 @@ def main() -> None:
         if args.preload or not args.rate:
             # (Not of empty tables: a plan cached by a connection while a table is a page or two long reads it
             # whole on every run until the next ANALYZE, which is what a foreign-key check did at a steady rate,
-            # each insert scanning the growing table; docs/benchmarks.md, "The steady rate and the statistics".)
+            # each insert scanning the growing table; docs/benchmarks.md, "The steady rate".)
             db.execute("ANALYZE")
         db.execute("SELECT pg_stat_statements_reset()")
         db.execute("SELECT pg_stat_reset()")
@@ -295,18 +295,13 @@ def main() -> None:
                    FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
                    ORDER BY shared_blks_hit + shared_blks_read DESC LIMIT 15""").fetchall():
             print(f"  {calls:6d} calls {rows / n:7.2f} rows {blocks / n:7.1f} blocks  {query}")
-        print("\nqueries by time (pg_stat_statements; calls and ms per delivery):")
-        for calls, total, query in db.execute(
-                """SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
-                   FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
-                   ORDER BY total_exec_time DESC LIMIT 20""").fetchall():
-            print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
-        print("\nqueries by calls (pg_stat_statements; calls and ms per delivery):")
-        for calls, total, query in db.execute(
-                """SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
-                   FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
-                   ORDER BY calls DESC LIMIT 15""").fetchall():
-            print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
+        for order, limit in (("total_exec_time", 20), ("calls", 15)):
+            print(f"\nqueries by {order} (pg_stat_statements; calls and ms per delivery):")
+            for calls, total, query in db.execute(
+                    f"""SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
+                        FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
+                        ORDER BY {order} DESC LIMIT {limit}""").fetchall():
+                print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
         print("\ntables (per delivery):")
         for table, seq, seq_rows, idx, idx_rows in db.execute(
                 """SELECT relname, seq_scan, seq_tup_read, idx_scan, coalesce(idx_tup_fetch, 0)

@@ -6,11 +6,10 @@ claim and the shares and endpoints with due work, not the number of pending rows
 
 import itertools
 from collections import Counter
-from contextlib import contextmanager
 
-from django.db import connection, transaction
+from django.db import connection
 
-from delivery.engine.plumbing.database import in_callers_transaction
+from delivery.engine.claiming.read_plans import plans_in_index_order
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
 from delivery.rules import send_shares
@@ -98,49 +97,17 @@ def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares:
     return in_turn([row[:6] + row[7:] for row in rows]), more
 
 
-# How the claim's reads are planned (`plans_in_index_order`): sorts priced out, and no JIT compilation, which
-# those prices would otherwise buy for every read (a second of compiling per statement).
-READ_PLANNING = {"enable_sort": "off", "enable_incremental_sort": "off", "jit": "off"}
-_SETTINGS = "SELECT " + ", ".join(f"current_setting('{name}')" for name in READ_PLANNING)
-_PLAN_READS = "SELECT " + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in READ_PLANNING.items())
-_PUT_BACK = "SELECT " + ", ".join(f"set_config('{name}', %s, true)" for name in READ_PLANNING)
-
-
-@contextmanager
-def plans_in_index_order():
-    """The claim's reads planned with READ_PLANNING (in a transaction of their own, or the caller's, whose settings
-    are put back after them). Each read has a plan that follows its index's order and needs no sort; the others
-    read a share's whole backlog (or every pending row) and sort it, and the planner takes one of those whenever its
-    statistics say the share is small. Statistics taken while the table was nearly empty (a new install; a quiet
-    hour before a flood, until autovacuum analyzes again) said one row for a share of 40,000: each claim then read
-    the share's backlog once per endpoint, 180-360 ms per statement instead of 0.3, and a quiet owner beside the
-    flood waited 0.7-1.3 s for its claims (docs/benchmarks.md). Sorts are priced out, not forbidden: the reads'
-    own ORDER BY of a few rows still sorts."""
-    nested = in_callers_transaction()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if nested:
-            cursor.execute(_SETTINGS)
-            before = cursor.fetchone()
-        cursor.execute(_PLAN_READS)
-        yield
-        if nested:  # (after an error this block's savepoint rolls back, and the settings with it)
-            cursor.execute(_PUT_BACK, before)
-
-
 def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[int], int]]:
     """For each batching subscription in `batching` ({subscription: batch size}), the ids of up to a batch of its
     oldest due rows not among `taken`, with that size. Each is a read of the (subscription, status,
     next_attempt_at) index, planned in its order: the one that sorts the subscription's backlog read all of it per
     claim (46.7 ms at 200,000 rows against 0.33, docs/benchmarks.md)."""
-    def read() -> list[tuple[list[int], int]]:
+    if not batching:  # (no transaction for a claim without any)
+        return []
+    with plans_in_index_order():
         return [(list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=taken)
                       .order_by("next_attempt_at").values_list("id", flat=True)[:batch]), batch)
                 for subscription_id, batch in batching.items()]
-
-    if not batching or connection.vendor != "postgresql":  # (SQLite, local runs: as it comes)
-        return read()
-    with plans_in_index_order():
-        return read()
 
 
 def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
