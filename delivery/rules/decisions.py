@@ -9,6 +9,7 @@ from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
 from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason
 
 SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP
+MAX_RETRY_AFTER_CHARS = 64  # an HTTP-date is 29; anything longer is not a Retry-After
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,22 @@ class Decision:
     freeze_endpoint: bool = False
 
 
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Retry-After as seconds from now: delta-seconds or an HTTP date; None if absent or unreadable."""
-    if not value:
+def parse_retry_after(value, now: datetime) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP date; None if absent or unreadable. Total: whatever
+    a receiver sent (Unicode digits such as "²", which `str.isdigit` accepts and `float` refuses, huge numbers, NUL,
+    dates past the calendar) is a number or None, never an exception."""
+    if not isinstance(value, str) or not value or len(value) > MAX_RETRY_AFTER_CHARS:
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
+    value = value.strip(" \t")
+    if value.isascii() and value.isdigit():
+        return min(float(value), float(RETRY_AFTER_CAP_SECONDS))
     try:
         moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if moment.tzinfo is None:
+            return None
+        return max(0.0, min((moment - now).total_seconds(), float(RETRY_AFTER_CAP_SECONDS)))
+    except Exception:  # email.utils raises TypeError, ValueError, IndexError or OverflowError on odd dates
         return None
-    if moment.tzinfo is None:
-        return None
-    return max(0.0, (moment - now).total_seconds())
 
 
 def jittered(delay: float, jitter: float, rng: random.Random) -> float:

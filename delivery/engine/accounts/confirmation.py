@@ -10,7 +10,6 @@ deadline, so a confirmation target that never answers holds one send slot of its
 """
 
 import hashlib
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from delivery.conf import VERSION, herald, public_url
 from delivery.engine.plumbing import clock, queues, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
-from delivery.rules import storable, wire
+from delivery.rules import answers, storable, wire
 from delivery.transport import sender
 from subscriptions.models import Subscription
 
@@ -184,10 +183,7 @@ def handshake_problem(result, token: str) -> str:
         return f"no answer: {result.error_class}" + (f" ({result.error_detail[:200]})" if result.error_detail else "")
     if not result.ok:
         return f"the endpoint answered HTTP {result.status}; {HOW_TO_CONFIRM}"
-    try:
-        answer = json.loads(result.body_excerpt)
-    except ValueError:
-        answer = None
+    answer, _ = answers.json_value(result.body_excerpt)
     if not isinstance(answer, dict) or "validationResponse" not in answer:
         return f"the endpoint answered HTTP {result.status} without validationResponse; {HOW_TO_CONFIRM}"
     if answer["validationResponse"] != token:

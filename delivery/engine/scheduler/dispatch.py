@@ -68,7 +68,11 @@ def release_expired_leases(now=None) -> int:
     the error class `lease_expired` (the request may have reached the endpoint), and the policy decides what
     follows, so retry limits and the time-to-live end a delivery whatever keeps crashing."""
     now = now or clock.now()
-    recovered = record_journaled_answers(now)
+    try:
+        recovered = record_journaled_answers(now)
+    except Exception:  # whatever an answer holds, it never keeps everyone's expired leases from being released
+        log.exception("reconcile: the journaled answers could not be recorded; their leases are released as lost")
+        recovered = 0
     with transaction.atomic():
         expired = list(
             lifecycle.lease_expired(now).select_for_update(skip_locked=True, of=("self",))
@@ -104,11 +108,27 @@ def record_journaled_answers(now) -> int:
             policy, _ = subscription_policy_or_default(delivery.subscription)
             tries.append(Tried(delivery, policy, number, None, result, queue))
     if tries:
-        recording.record([t.delivery for t in tries], tries, {}, set())
-        journal.forget([t.delivery.id for t in tries])
+        record_each_alone_if_need_be(tries)
         log.warning("%d deliveries were left in flight by a worker that stopped after they were answered; their "
                     "answers were recorded from the journal", len(tries))
     return len(tries)
+
+
+def record_each_alone_if_need_be(tries: list[Tried]) -> None:
+    """Record the journaled tries together, or one by one if that fails: a try that cannot be recorded is dropped
+    from the journal (logged), so that it is counted as lost with its lease instead of being replayed ahead of
+    everyone's leases on every tick."""
+    try:
+        recording.record([t.delivery for t in tries], tries, {}, set())
+    except Exception:
+        log.exception("reconcile: %d journaled answers could not be recorded together; one by one", len(tries))
+        for tried in tries:
+            try:
+                recording.record([tried.delivery], [tried], {}, set())
+            except Exception:
+                log.exception("reconcile: delivery %s: its journaled answer could not be recorded; dropped, its "
+                              "try counts as lost", tried.delivery.id)
+    journal.forget([t.delivery.id for t in tries])
 
 
 def lost_try(delivery: Delivery, now) -> tuple[decisions.Decision, Attempt]:

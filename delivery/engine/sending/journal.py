@@ -23,6 +23,7 @@ import time
 from datetime import datetime
 
 from delivery.engine.plumbing import availability, redis_link
+from delivery.rules import answers
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.transport.sender import SendResult
 
@@ -185,7 +186,7 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
     except Exception as exc:
         availability.redis_failed(exc, log, "could not read the answers journal")
         return {}
-    found = {}
+    found, unreadable = {}, []
     for delivery in deliveries:
         entry = entries.get(delivery.id)
         if not entry:
@@ -196,14 +197,38 @@ def answered(deliveries) -> dict[int, tuple[int, str, SendResult]]:
             answer = entries.get(entry["same_as"]) if "same_as" in entry else entry
             if not answer or "status" not in answer:
                 continue  # the request's answer is gone (recorded with the other deliveries, or expired)
-            result = SendResult(status=answer["status"], duration_ms=answer["duration_ms"],
-                                started_at=answer["started_at"], headers=answer["headers"],
-                                body_excerpt=answer["body_excerpt"], error_class=answer["error_class"],
-                                error_detail=answer["error_detail"])
-            found[delivery.id] = (entry["number"], entry["queue"], result)
-        except (ValueError, KeyError, TypeError):
-            log.warning("delivery %s: an unreadable journal entry was ignored", delivery.id)
+            number, attempt_queue = entry["number"], entry["queue"]
+            result = _result(answer)
+            if result is None or not _is_int(number) or number < 1 or not isinstance(attempt_queue, str):
+                raise ValueError("fields of the wrong type")
+            found[delivery.id] = (number, attempt_queue, result)
+        except Exception:  # whatever the entry holds, it is this row's problem alone
+            log.warning("delivery %s: an unreadable journal entry was dropped; its try counts as lost", delivery.id)
+            unreadable.append(delivery.id)
+    forget(unreadable)
     return found
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _result(answer: dict) -> SendResult | None:
+    """The SendResult an entry holds, or None if any field is not of its type (an entry is Herald's own writing,
+    but it went through Redis: it is read as untrusted)."""
+    status, duration, started = answer.get("status"), answer.get("duration_ms"), answer.get("started_at")
+    headers = answer.get("headers")
+    texts = [answer.get(name) for name in ("body_excerpt", "error_class", "error_detail")]
+    if not (status is None or (_is_int(status) and 100 <= status <= 999)) or not _is_int(duration) or duration < 0:
+        return None
+    if not isinstance(started, int | float) or isinstance(started, bool) or not 0 <= started < 1e11:
+        return None
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        return None
+    if not all(isinstance(text, str) for text in texts):
+        return None
+    return SendResult(status=status, duration_ms=duration, started_at=float(started), headers=headers,
+                      body_excerpt=texts[0], error_class=texts[1], error_detail=texts[2])
 
 
 def _read(connection, delivery_ids) -> dict[int, dict | None]:
@@ -226,8 +251,5 @@ def _read(connection, delivery_ids) -> dict[int, dict | None]:
 def _parsed(value) -> dict | None:
     if value is None:
         return None
-    try:
-        entry = json.loads(value)
-    except ValueError:
-        return None
+    entry, _ = answers.json_value(value)
     return entry if isinstance(entry, dict) else None

@@ -14,16 +14,19 @@ the client secret nor a token is ever recorded: attempts store the header redact
 
 import asyncio
 import hashlib
-import json
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from delivery.engine.plumbing import redis_link
+from delivery.rules import answers
 from delivery.rules.vocabulary import AttemptQueue
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport import sender
 
+log = logging.getLogger(__name__)
+DEFAULT_LIFETIME = 3600  # seconds a token lives when its endpoint does not say (or says nonsense)
 REFRESH_MARGIN_SECONDS = 60  # a token is refreshed this long before it expires
 LOCK_SECONDS = 15
 WAIT_SECONDS = 10
@@ -119,14 +122,16 @@ def parse(result) -> tuple[str, float]:
     if not result.ok:
         what = f"answered {result.status}" if result.status else f"failed: {result.error_detail}"
         raise TokenError(f"the token endpoint {what}")
-    try:
-        answer = json.loads(result.body_excerpt)
-        token, lifetime = answer["access_token"], float(answer.get("expires_in", 3600))
-    except (ValueError, KeyError, TypeError):
-        raise TokenError("the token endpoint's answer has no access_token") from None
+    answer, problem = answers.json_value(result.body_excerpt)
+    if not isinstance(answer, dict) or "access_token" not in answer:
+        raise TokenError(f"the token endpoint's answer has no access_token{f' ({problem})' if problem else ''}")
+    token = answer["access_token"]
     if not isinstance(token, str) or not token:
         raise TokenError("the token endpoint's access_token is empty")
-    return token, lifetime
+    lifetime, problem = answers.finite_number(answer.get("expires_in", DEFAULT_LIFETIME), DEFAULT_LIFETIME)
+    if problem:
+        log.warning("the token endpoint's expires_in is %s; the token is kept %d s", problem, DEFAULT_LIFETIME)
+    return token, max(0.0, lifetime)
 
 
 # Redis, from the event loop: each call runs on the loop's executor (a Redis that is away must not stall the loop).

@@ -110,12 +110,36 @@ def outcomes(tries: list[Tried]) -> tuple[dict[int, dict], dict[int, Attempt], s
     attempts: dict[int, Attempt] = {}
     gone: set[int] = set()
     for tried in tries:
-        decision = policy_decision(tried)
-        changes[tried.delivery.id] = transitions.attempted(tried.delivery, decision, now=finished_at(tried.result))
-        attempts[tried.delivery.id] = attempt_row(tried, decision.attempt_outcome)
+        try:
+            decision, change, attempt = outcome(tried)
+        except Exception as exc:  # one row's answer fails that row alone: recorded as Herald's failure to read it
+            log.exception("delivery %s: its answer could not be decided on; recorded as an internal failure",
+                          tried.delivery.id)
+            try:
+                decision, change, attempt = outcome(unreadable(tried, exc))
+            except Exception:  # not even that: left unwritten; its lease runs out and the reconciler counts it
+                log.exception("delivery %s: left to the reconciler", tried.delivery.id)
+                continue
+        changes[tried.delivery.id], attempts[tried.delivery.id] = change, attempt
         if decision.freeze_endpoint:
             gone.add(tried.delivery.id)
     return changes, attempts, gone
+
+
+def outcome(tried: Tried) -> tuple[decisions.Decision, dict, Attempt]:
+    decision = policy_decision(tried)
+    change = transitions.attempted(tried.delivery, decision, now=finished_at(tried.result))
+    return decision, change, attempt_row(tried, decision.attempt_outcome)
+
+
+def unreadable(tried: Tried, exc: Exception) -> Tried:
+    """The same try as Herald's own failure, without what the receiver sent (which could not be read)."""
+    result = tried.result
+    started = result.started_at if isinstance(result.started_at, int | float) else time.time()
+    duration = result.duration_ms if isinstance(result.duration_ms, int) else 0
+    failed = SendResult(status=None, duration_ms=duration, started_at=started, error_class=Attempt.ErrorClass.INTERNAL,
+                        error_detail=clean_text(f"the answer could not be read ({type(exc).__name__}: {exc})", 1024))
+    return Tried(tried.delivery, tried.policy, tried.number, tried.request, failed, tried.queue, tried.span)
 
 
 def shared(tries: list[Tried], attempts: dict[int, Attempt]) -> list[Exchange]:
@@ -161,9 +185,11 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         for exchange in exchanges:  # their ids were the rolled-back transaction's: each is stored anew
             exchange.pk, exchange._state.adding = None, True
         written = record_one_by_one(claimed, updates, attempts)
-    traced = spans.ended(tries, attempts, written)
     recorded = [tried for tried in tries if tried.delivery.id in written]
-    log_attempts(recorded, changes, traced)
+    try:
+        log_attempts(recorded, changes, spans.ended(tries, attempts, written))
+    except Exception:  # a trace or a log line never fails the recording it tells of
+        log.exception("the log lines or spans of %d attempts failed", len(recorded))
     count_attempts(recorded, attempts, changes, now)
     record_health(recorded, gone, probes, now or clock.now())
 
