@@ -58,11 +58,20 @@ DEFAULTS: dict[str, object] = {
     # The longest a portal link lasts, in seconds (an owner asks for less).
     "PORTAL_LINK_MAX_SECONDS": 7 * 86_400,
     "MAX_RESENDS_PER_HOUR": 30,
+    # Confirmation requests (handshakes: a new subscription, a changed endpoint or token URL, a resend) per clock
+    # hour: an owner's, its tenants' included, and each tenant's own (docs/security.md, "Per-owner quotas").
+    "MAX_HANDSHAKES_PER_HOUR": 1000,
+    "MAX_HANDSHAKES_PER_TENANT_PER_HOUR": 100,
     # Engine tuning (docs/architecture.md).
     "MAX_IN_FLIGHT": 512,
     "MAX_IN_FLIGHT_PER_ENDPOINT": 32,
     # A send unanswered this long gives its slot back and counts against its endpoint's room only (send shares).
     "STALLED_SEND_SECONDS": 1.0,
+    # Name lookups (docs/architecture.md, "Name lookups"): the transport's own threads, divided in shares; how long
+    # one may take; how long an answer is kept.
+    "DNS_THREADS": 8,
+    "DNS_TIMEOUT_SECONDS": 5.0,
+    "DNS_CACHE_SECONDS": 30.0,
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
     "CA_BUNDLE": "",

@@ -27,6 +27,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
+import socket
 import threading
 import time
 from collections import Counter
@@ -40,11 +41,13 @@ from delivery.rules.storable import clean_headers, clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.failures import classify, status_class
+from delivery.transport.lookups import SHARE, Lookups
 from delivery.transport.ssrf import (
     BlockedAddress,
     GuardedResolver,
+    Unresolvable,
     blocked_reason,
-    checked_addresses,
+    checked,
     literal_address,
     parse_networks,
 )
@@ -92,15 +95,18 @@ def proxy_host() -> set[str]:
     return {urlsplit(proxy).hostname} if proxy else set()
 
 
-async def pinned(url: str) -> tuple[str, str]:
+async def pinned(url: str, lookups: Lookups) -> tuple[str, str]:
     """(the URL with its host replaced by the address the guard checked, the original host[:port] for Host/SNI)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     address = literal_address(host)
     if address is None:
-        loop = asyncio.get_running_loop()
-        address = (await loop.run_in_executor(None, checked_addresses, host, port, allowed_networks()))[0]
+        try:
+            found = await lookups.addresses(host, port)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise Unresolvable(f"{host} does not resolve: {exc}") from exc
+        address = checked(host, found, allowed_networks())[0]
     literal = f"[{address}]" if address.version == 6 else str(address)
     return parts._replace(netloc=f"{literal}:{port}").geturl(), parts.netloc.rpartition("@")[2]
 
@@ -133,7 +139,8 @@ class _Slot:
 class Transport:
     """One event loop thread and one HTTP session for the process."""
 
-    def __init__(self, *, max_in_flight: int, per_endpoint: int, stalled_after: float | None = None):
+    def __init__(self, *, max_in_flight: int, per_endpoint: int, stalled_after: float | None = None,
+                 lookups: Lookups | None = None):
         self.max_in_flight = max_in_flight
         self.per_endpoint = per_endpoint
         self.stalled_after = float(herald.STALLED_SEND_SECONDS if stalled_after is None else stalled_after)
@@ -147,6 +154,8 @@ class Transport:
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
         self._starting: list = []  # submitted, not yet started on the loop: (future, context, the send's arguments)
         self._tasks: set = set()  # the sends running on the loop
+        self.lookups = lookups or Lookups(threads=int(herald.DNS_THREADS), timeout=float(herald.DNS_TIMEOUT_SECONDS),
+                                          cache_seconds=float(herald.DNS_CACHE_SECONDS))
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(started,), name="herald-transport", daemon=True)
@@ -164,7 +173,8 @@ class Transport:
     async def _open(self) -> None:
         self.slots = asyncio.Semaphore(self.max_in_flight)
         connector = aiohttp.TCPConnector(limit=0, use_dns_cache=False,
-                                         resolver=GuardedResolver(allowed_networks, exempt=proxy_host),
+                                         resolver=GuardedResolver(allowed_networks, self.lookups.addresses,
+                                                                  exempt=proxy_host),
                                          keepalive_timeout=30, enable_cleanup_closed=True)
         self.session = aiohttp.ClientSession(
             connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
@@ -250,6 +260,7 @@ class Transport:
                     del self._active_by_share[slot.share]
 
     async def _send(self, request, timeout, key, start_by, slot: _Slot) -> SendResult | None:
+        SHARE.set(slot.share or (0, 0))  # whose share of the lookup threads this send's name lookup takes
         entry = self._endpoint_slots.setdefault(key, [asyncio.Semaphore(self.per_endpoint), 0])
         entry[1] += 1
         stall = None
@@ -330,7 +341,7 @@ class Transport:
                 url, headers, extra = request.url, request.headers, {}
                 proxy = egress_proxy()
                 if proxy:
-                    url, netloc = await pinned(request.url)
+                    url, netloc = await pinned(request.url, self.lookups)
                     headers = {**request.headers, "Host": netloc}
                     extra = {"proxy": proxy, "server_hostname": urlsplit(request.url).hostname}
                 async with self.session.post(
@@ -356,6 +367,7 @@ class Transport:
         asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
+        self.lookups.close()
 
 
 def _answer(future: concurrent.futures.Future, task: asyncio.Task) -> None:

@@ -10,7 +10,6 @@ client asks `GuardedResolver` for addresses and connects only to what it returns
 checked when it was opened.
 """
 
-import asyncio
 import ipaddress
 import socket
 from functools import lru_cache
@@ -85,12 +84,8 @@ def resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
-def checked_addresses(host: str, port: int, allowed: tuple) -> list[Address]:
-    """Resolve once; every address must be allowed (a name may not mix public and private answers)."""
-    try:
-        addresses = resolve(host, port)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise Unresolvable(f"{host} does not resolve: {exc}") from exc
+def checked(host: str, addresses: list[Address], allowed: tuple) -> list[Address]:
+    """Every address a name resolved to must be allowed (a name may not mix public and private answers)."""
     for address in addresses:
         reason = blocked_reason(address, allowed)
         if reason:
@@ -98,20 +93,36 @@ def checked_addresses(host: str, port: int, allowed: tuple) -> list[Address]:
     return addresses
 
 
+def checked_addresses(host: str, port: int, allowed: tuple) -> list[Address]:
+    """Resolve once, here and now (blocking: tools only; the transport resolves through its `lookups.Lookups`)."""
+    try:
+        addresses = resolve(host, port)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise Unresolvable(f"{host} does not resolve: {exc}") from exc
+    return checked(host, addresses, allowed)
+
+
 class GuardedResolver(AbstractResolver):
     """The HTTP client's resolver: the addresses it may connect to, checked. `allowed` returns the parsed
-    allow-list; it is read for every new connection, so a settings change applies without a restart."""
+    allow-list; it is read for every new connection, so a settings change applies without a restart. `lookup` is
+    the transport's (async: its own threads, in shares, under a deadline)."""
 
-    def __init__(self, allowed, exempt=lambda: set()):
+    def __init__(self, allowed, lookup, exempt=lambda: set()):
         self.allowed = allowed
+        self.lookup = lookup
         self.exempt = exempt  # host names not checked: the egress proxy's, which the operator chose
 
     async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list:
-        loop = asyncio.get_running_loop()
-        if host in self.exempt():
-            addresses = await loop.run_in_executor(None, resolve, host, port)
+        literal = literal_address(host)
+        if literal is not None:
+            addresses = [literal]
         else:
-            addresses = await loop.run_in_executor(None, checked_addresses, host, port, self.allowed())
+            try:
+                addresses = await self.lookup(host, port)
+            except (socket.gaierror, UnicodeError) as exc:
+                raise Unresolvable(f"{host} does not resolve: {exc}") from exc
+        if host not in self.exempt():
+            checked(host, addresses, self.allowed())
         return [{"hostname": host, "host": str(address), "port": port,
                  "family": socket.AF_INET6 if address.version == 6 else socket.AF_INET, "proto": 0,
                  "flags": socket.AI_NUMERICHOST} for address in dict.fromkeys(addresses)]
@@ -120,19 +131,27 @@ class GuardedResolver(AbstractResolver):
         return None
 
 
-def subscribe_time_refusal(host: str, port: int, allowed: tuple) -> str | None:
-    """Why a URL may not be subscribed, checked on what the host means now; None if it may.
+# Names that mean this machine whatever DNS says (RFC 6761, section 6.3): refused at subscribe time without a lookup.
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 
-    IP literals (in any spelling) are checked strictly. Names are checked when they resolve; a name that does not
-    resolve yet is accepted, because every send checks again after resolving.
+
+def subscribe_time_refusal(host: str, port: int, allowed: tuple) -> str | None:
+    """Why a URL may not be subscribed, from what its host says by itself; None if it may.
+
+    IP literals (in any spelling) are checked strictly, and so are the names that always mean this machine
+    (`localhost`, `*.localhost`). Other names are not looked up here: a lookup inside a web request would let a
+    tenant's slow name server hold a web worker that every owner shares, and the send-time check, after every
+    lookup, is the one that counts.
     """
-    try:
-        addresses = resolve(host, port)
-    except (socket.gaierror, UnicodeError):
-        return None
-    for address in addresses:
-        reason = blocked_reason(address, allowed)
-        if reason:
-            return (f"webhooks may not be sent there: {reason}. An operator can allow such a network with "
-                    f"HERALD_ALLOWED_NETWORKS (e.g. 127.0.0.0/8 for receivers on this machine in development).")
+    name = host.lower().rstrip(".")
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        address = ipaddress.ip_address("127.0.0.1")
+    else:
+        address = literal_address(host)
+        if address is None:
+            return None
+    reason = blocked_reason(address, allowed)
+    if reason:
+        return (f"webhooks may not be sent there: {reason}. An operator can allow such a network with "
+                f"HERALD_ALLOWED_NETWORKS (e.g. 127.0.0.0/8 for receivers on this machine in development).")
     return None

@@ -1,0 +1,105 @@
+"""Name lookups for the transport, none of them on a thread others share (docs/architecture.md, "Name lookups").
+
+The system resolver (`getaddrinfo`) blocks a thread for as long as a name server takes, and a tenant chooses its
+endpoint's name, so it chooses its name server too: one that answers in 6 s held the event loop's default executor
+(shared with everything else the loop runs off-thread) and slowed every tenant's sends to names. Here:
+
+- lookups run on the transport's own pool of HERALD_DNS_THREADS threads, never the loop's default executor;
+- the pool is divided in shares like the send slots (`rules/send_shares.rooms`: max-min fair across owners, then
+  across each owner's shares, with a reserve for a share that has no lookup running), so one share's slow names
+  hold at most its part of the threads; a lookup whose deadline passed still counts against its share until its
+  thread comes back, because that thread is still busy;
+- each lookup has a deadline (HERALD_DNS_TIMEOUT_SECONDS; the send's own deadline still bounds it): past it the
+  send fails as `dns`, retried by its policy, counted against its endpoint like any failure;
+- answers are kept HERALD_DNS_CACHE_SECONDS (positive answers only: a name that fails is asked again), and
+  concurrent lookups of one name share one thread.
+
+The share a lookup belongs to comes from the send that needs it (`SHARE`, set by the transport in the send's task;
+aiohttp resolves inside that task's context). Addresses are checked by the guard (`ssrf.py`) on every use, cached
+or not, so a change of HERALD_ALLOWED_NETWORKS applies at once.
+"""
+
+import asyncio
+import concurrent.futures
+import contextvars
+import time
+from collections import Counter, OrderedDict
+
+from delivery.rules import send_shares
+from delivery.transport import ssrf
+from delivery.transport.ssrf import Address, Unresolvable
+
+SHARE = contextvars.ContextVar("herald_lookup_share", default=(0, 0))
+CACHE_ENTRIES = 4096
+
+
+def system_resolver(host: str, port: int) -> list[Address]:
+    """The guard's resolver (`ssrf.resolve`: getaddrinfo), looked up at each call."""
+    return ssrf.resolve(host, port)
+
+
+class Lookups:
+    """One process's name lookups: a pool of threads in shares, a deadline, a short positive cache."""
+
+    def __init__(self, *, threads: int, timeout: float, cache_seconds: float, resolver=None):
+        self.threads, self.timeout, self.cache_seconds = threads, timeout, cache_seconds
+        self.resolver = resolver or system_resolver  # (host, port) -> [addresses], blocking
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="herald-dns")
+        self.busy: Counter = Counter()  # threads working for each share (deadline passed or not)
+        self.cache: OrderedDict = OrderedDict()  # (host, port) -> (addresses, kept until: monotonic)
+        self.running: dict = {}  # (host, port) -> the asyncio future of its lookup, shared by those who ask
+        self.freed: asyncio.Event | None = None  # set whenever a thread comes back (on the loop)
+
+    async def addresses(self, host: str, port: int, *, share=None) -> list[Address]:
+        """What `host` resolves to, from the cache or a lookup within the deadline; Unresolvable otherwise."""
+        key = (host, port)
+        kept = self.cache.get(key)
+        if kept is not None and kept[1] > time.monotonic():
+            return kept[0]
+        share = SHARE.get() if share is None else share
+        try:
+            async with asyncio.timeout(self.timeout):
+                found = self.running.get(key)
+                if found is None:
+                    found = await self._start(key, share)
+                addresses = await asyncio.shield(found)
+        except TimeoutError:
+            raise Unresolvable(f"{host} did not resolve within {self.timeout:g} s") from None
+        return addresses
+
+    async def _start(self, key: tuple[str, int], share) -> asyncio.Future:
+        """A thread for this lookup once the share has room for one (waiting, within the deadline, for a thread
+        of its part to come back)."""
+        loop = asyncio.get_running_loop()
+        if self.freed is None:
+            self.freed = asyncio.Event()
+        while not send_shares.rooms([share], self.busy, self.threads).get(share):
+            self.freed.clear()
+            await self.freed.wait()
+            if key in self.running:  # someone else started it meanwhile
+                return self.running[key]
+        self.busy[share] += 1
+        future = loop.run_in_executor(self.pool, self.resolver, *key)
+        self.running[key] = future
+        future.add_done_callback(lambda done: self._came_back(key, share, done))
+        return future
+
+    def _came_back(self, key, share, done: asyncio.Future) -> None:
+        """On the loop: a thread is free again; its answer is kept if it is one."""
+        self.busy[share] -= 1
+        if self.busy[share] <= 0:
+            del self.busy[share]
+        if self.running.get(key) is done:
+            del self.running[key]
+        if not done.cancelled() and done.exception() is None and self.cache_seconds > 0:
+            self.cache[key] = (done.result(), time.monotonic() + self.cache_seconds)
+            self.cache.move_to_end(key)
+            while len(self.cache) > CACHE_ENTRIES:
+                self.cache.popitem(last=False)
+        elif not done.cancelled():
+            done.exception()  # retrieved: a failed lookup is its askers' error, not an unretrieved one
+        if self.freed is not None:
+            self.freed.set()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
