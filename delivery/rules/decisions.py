@@ -6,9 +6,10 @@ from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
-from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason
+from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason, ErrorClass
 
 SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP
+MIN_HERALD_RETRY_SECONDS = 1.0  # the least a try Herald ended waits before the next
 MAX_RETRY_AFTER_CHARS = 64  # an HTTP-date is 29; anything longer is not a Retry-After
 
 
@@ -28,6 +29,7 @@ class Decision:
     next_attempt_at: datetime | None = None
     reason: str = ""  # dead-letter reason
     freeze_endpoint: bool = False
+    counted: bool = True  # False: the try was Herald's own failure (cut_short) and spends none of the budget
 
 
 def parse_retry_after(value, now: datetime) -> float | None:
@@ -70,6 +72,8 @@ def decide(
 ) -> Decision:
     """Decide after attempt `attempt_number` (1-based) came back with `answer` at `now`."""
     status = answer.status
+    if answer.error_class == ErrorClass.CUT_SHORT:
+        return ended_by_herald(policy, attempt_number=attempt_number, published_at=published_at, now=now, rng=rng)
     if status is not None and 200 <= status < 300:
         return Decision(action=SUCCEED, attempt_outcome=AttemptOutcome.SUCCESS)
     if status == 410:
@@ -86,3 +90,17 @@ def decide(
     if policy.outlived(published_at, at):
         return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
     return Decision(action=RETRY, attempt_outcome=AttemptOutcome.RETRYABLE_FAILURE, next_attempt_at=at)
+
+
+def ended_by_herald(policy: DeliveryPolicy, *, attempt_number: int, published_at: datetime, now: datetime,
+                    rng: random.Random) -> Decision:
+    """Herald ended the try itself (`cut_short`: its share held the most of a process's stalled sends). Not the
+    endpoint's failure and not one of the delivery's attempts: it is tried again after the delay its policy gives
+    the attempt it was (at least a second), and only its time-to-live can end it."""
+    delay = policy.retry_delay(attempt_number)
+    if delay is None and attempt_number > 1:
+        delay = policy.retry_delay(attempt_number - 1)
+    at = now + timedelta(seconds=max(MIN_HERALD_RETRY_SECONDS, jittered(delay or 0.0, policy.jitter, rng)))
+    if policy.outlived(published_at, at):
+        return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
+    return Decision(action=RETRY, attempt_outcome=AttemptOutcome.RETRYABLE_FAILURE, next_attempt_at=at, counted=False)

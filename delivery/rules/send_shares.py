@@ -63,3 +63,14 @@ def _fill(demands: dict, capacity: float) -> dict:
                 caps[key] = even
             break
     return caps
+
+
+def most_stalled(stalled: Counter, share: Share) -> Share:
+    """The share whose stalled send is cut when the process holds all the stalled sends it may and `share`'s send
+    stalls too: the share holding the most, counting the new one; on a tie, `share` itself. A share holding less
+    than the most is within its part (the bound divided evenly among the shares holding stalled sends is at least
+    what the smallest hold), so it never loses one of its sends to another's silence."""
+    counts = Counter({key: n for key, n in stalled.items() if n > 0})
+    counts[share] += 1
+    most = max(counts.values())
+    return share if counts[share] == most else max(counts, key=lambda key: counts[key])

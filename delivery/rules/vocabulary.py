@@ -72,6 +72,7 @@ class ErrorClass(StrEnum):
     UNRECORDABLE = "unrecordable"  # the answer could not be stored; recorded without it
     TOKEN = "token"  # no OAuth2 access token could be obtained from the subscription's token URL; nothing was sent
     INTERNAL = "internal"  # Herald failed before sending
+    CUT_SHORT = "cut_short"  # Herald ended the send (its share held the most stalled sends): not the endpoint's fault
 
 
 class AttemptQueue(StrEnum):

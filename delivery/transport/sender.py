@@ -51,6 +51,7 @@ from delivery.transport.ssrf import (
     literal_address,
     parse_networks,
 )
+from delivery.transport.stalls import StalledSends
 from delivery.transport.tls import client_ssl_context
 
 # Set while the transport opens a connection it has guarded: the one way out to an address a user chose. Nothing
@@ -147,9 +148,9 @@ class Transport:
         self._pending = 0  # submitted, not yet answered (read from other threads)
         self._active = 0  # submitted, not yet answered nor stalled: holding a slot
         self._active_by_share: Counter = Counter()
-        self._stalled = 0  # sends that gave their slot back, still waiting: open connections beyond the slots
+        # sends that gave their slot back, still waiting: open connections beyond the slots, in shares (stalls.py)
+        self.stalled_sends = StalledSends(STALLED_PER_SLOT * max_in_flight)
         self.stalls = 0  # how many sends have stalled so far (the pump looks again when it moves: a slot came free)
-        self.max_stalled = STALLED_PER_SLOT * max_in_flight
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
         self._starting: list = []  # submitted, not yet started on the loop: (future, context, the send's arguments)
@@ -231,16 +232,23 @@ class Transport:
         with self._lock:
             self._pending -= 1
 
+    @property
+    def max_stalled(self) -> int:
+        return self.stalled_sends.limit
+
     def _stall(self, slot: _Slot) -> None:
-        """Unanswered past the bound: the slot goes back and the send waits on, counted against its endpoint; if
-        the process already keeps as many stalled sends open as it allows, the send is cut short instead (a
-        timeout, retried by its policy), so that a fresh delivery still finds a slot whatever stops answering.
-        (Its endpoint's room still counts it: the claim's in-flight count is of every send not yet ended.)"""
-        if self._stalled >= self.max_stalled:
-            if slot.cut is not None:
-                slot.cut.reschedule(self.loop.time())
+        """Unanswered past the bound: the slot goes back and the send waits on, counted against its endpoint. At
+        the process's bound on stalled sends, Herald ends one (stalls.py): this one if its share holds the most,
+        else the oldest of the share that does, so that a fresh delivery still finds a slot whatever stops
+        answering and no share loses a send to another's silence. (Its endpoint's room still counts a stalled
+        send: the claim's in-flight count is of every send not yet ended.)"""
+        cut = self.stalled_sends.add(slot)
+        if cut is not None:
+            cut.stalled = False  # (no longer counted among the stalled: it ends on the loop's next turn)
+            if cut.cut is not None:
+                cut.cut.reschedule(self.loop.time())
+        if cut is slot:
             return
-        self._stalled += 1
         slot.stalled = True
         with self._lock:
             self.stalls += 1
@@ -285,18 +293,19 @@ class Transport:
             try:
                 async with asyncio.timeout(None) as slot.cut:
                     return await self._post_authorized(request, timeout)
-            except TimeoutError:  # cut short: the process holds as many stalled sends as it allows
+            except TimeoutError:  # ended by Herald: its share held the most of the process's stalled sends
                 return SendResult(status=None, duration_ms=int((time.time() - began) * 1000), started_at=began,
-                                  error_class=ErrorClass.TIMEOUT,
+                                  error_class=ErrorClass.CUT_SHORT,
                                   error_detail=f"no answer within {self.stalled_after:g} s while this process held "
-                                               f"its most stalled sends ({self.max_stalled}); cut short")
+                                               f"its most stalled sends ({self.max_stalled}), the most of them for "
+                                               f"this share; ended by Herald (not counted against the endpoint or "
+                                               f"the delivery's attempts)")
             finally:
                 entry[0].release()
         finally:
             if stall is not None:
                 stall.cancel()
-            if slot.stalled:
-                self._stalled -= 1
+            self.stalled_sends.remove(slot)
             self._give_back(slot)
             entry[1] -= 1
             if entry[1] == 0:

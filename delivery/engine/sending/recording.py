@@ -24,7 +24,7 @@ from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
 from delivery.rules.storable import clean_text
-from delivery.rules.vocabulary import DeliveryStatus
+from delivery.rules.vocabulary import DeliveryStatus, ErrorClass
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
 
@@ -314,6 +314,8 @@ def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> 
     by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
     counted = set()  # a batch's request is one result for its endpoint, however many deliveries it carried
     for tried in tries:
+        if tried.result.error_class == ErrorClass.CUT_SHORT:
+            continue  # Herald ended it: not the endpoint's doing, so not its health's
         seen = by_endpoint[tried.delivery.endpoint_id]
         if tried.request is None or id(tried.request) not in counted:
             seen["outcomes"].append(tried.result.ok)

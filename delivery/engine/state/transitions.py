@@ -18,6 +18,8 @@ def attempted(delivery, decision: Decision, *, now) -> dict:
                "last_attempt_at": now}
     if delivery.first_attempt_at is None:
         changes["first_attempt_at"] = now
+    if not decision.counted:  # Herald's own failure: recorded, but the budget counts from one attempt later
+        changes["budget_attempts"] = delivery.budget_attempts + 1
     return {**changes, **decided(decision, now=now)}
 
 

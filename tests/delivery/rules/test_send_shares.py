@@ -28,3 +28,12 @@ def test_a_share_that_wants_no_more_keeps_what_it_holds_and_leaves_the_rest():
 
 def test_no_room_is_more_than_the_free_slots():
     assert rooms([A, B, C], Counter({(3, 0): 500}), 512) == {A: 12, B: 12, C: 12}  # (a claim takes 12 at most)
+
+
+def test_a_share_with_nothing_in_flight_gets_the_reserve_even_where_its_even_part_is_smaller():
+    # twenty owners hold 22 slots each and want more; a twenty-first arrives with nothing in flight: its even part
+    # would be 21 slots, the reserve gives it 64 at once
+    holders = [(owner, 0) for owner in range(1, 21)]
+    found = rooms([*holders, (99, 0)], Counter({share: 22 for share in holders}), 512)
+    assert found[(99, 0)] == 64
+    assert all(found[share] == 0 for share in holders)

@@ -147,8 +147,8 @@ def test_a_send_unanswered_past_the_stall_bound_gives_its_slot_back_but_keeps_it
 
 def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stays_taken(silent):
     """A bound on open connections whatever number of endpoints stop answering: past STALLED_PER_SLOT stalled
-    sends per slot, a send that stalls ends as a timeout (its policy retries it) instead of keeping its slot, so
-    a fresh delivery still finds one."""
+    sends per slot, a send of the share holding the most that stalls is ended by Herald (`cut_short`, not the
+    endpoint's failure) instead of keeping its slot, so a fresh delivery still finds one."""
     transport = Transport(max_in_flight=2, per_endpoint=4, stalled_after=0.05)
     try:
         url = silent
@@ -157,9 +157,27 @@ def test_past_the_process_bound_a_send_that_stalls_is_cut_short_and_no_slot_stay
         assert transport.max_stalled == 8
         cut = wait_until(lambda: [f.result() for f in futures if f.done()] if sum(f.done() for f in futures) == 4
                          else None, timeout=10)
-        assert {(r.status, r.error_class) for r in cut} == {(None, "timeout")}
-        assert all("cut short" in r.error_detail for r in cut)
-        assert transport._stalled == 8 and transport.active == 0 and transport.pending == 8
+        assert {(r.status, r.error_class) for r in cut} == {(None, "cut_short")}
+        assert all("ended by Herald" in r.error_detail for r in cut)
+        assert len(transport.stalled_sends) == 8 and transport.active == 0 and transport.pending == 8
         assert transport.stalls == 8
+    finally:
+        transport.close()
+
+
+def test_past_the_bound_the_share_holding_the_most_loses_a_stalled_send_never_one_within_its_part(silent):
+    """Stalled sends in shares: share A's silent endpoints fill the process's bound; B's send to a slow endpoint
+    stalls too. B holds less than its part, so A's oldest stalled send is ended to make room, not B's."""
+    transport = Transport(max_in_flight=2, per_endpoint=8, stalled_after=0.05)
+    try:
+        a_sends = [transport.submit(OutgoingRequest(url=f"{silent}/a{n}", headers={}, body=b"{}"), timeout=30,
+                                    key=f"a-{n % 4}", share=(1, 0)) for n in range(8)]
+        wait_until(lambda: len(transport.stalled_sends) == 8, timeout=10)
+        b_send = transport.submit(OutgoingRequest(url=f"{silent}/b", headers={}, body=b"{}"), timeout=30, key="b",
+                                  share=(2, 0))
+        ended = wait_until(lambda: [f for f in a_sends if f.done()], timeout=10)
+        assert [f.result().error_class for f in ended] == ["cut_short"] and ended[0] is a_sends[0]  # A's oldest
+        wait_until(lambda: transport.stalled_sends.counts == Counter({(1, 0): 7, (2, 0): 1}), timeout=10)
+        assert not b_send.done()
     finally:
         transport.close()
