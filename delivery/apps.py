@@ -11,6 +11,9 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self) -> None:
+        # Every Herald process (web, worker, scheduler) may open as many files as its hard limit allows: a worker's
+        # sockets are budgeted against it (delivery/transport/descriptors.py).
+        import_module("delivery.transport.descriptors").raise_soft_limit()
         # No credential reaches a log line of this process, whoever logs it (delivery/redaction.py).
         import_module("delivery.redaction").install()
         # Herald's operational events are receivers of its own signals; the engine is importable only once the

@@ -40,6 +40,7 @@ from delivery.conf import herald
 from delivery.rules.storable import clean_headers, clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
+from delivery.transport import descriptors
 from delivery.transport.failures import classify, status_class
 from delivery.transport.lookups import SHARE, Lookups
 from delivery.transport.ssrf import (
@@ -141,7 +142,7 @@ class Transport:
     """One event loop thread and one HTTP session for the process."""
 
     def __init__(self, *, max_in_flight: int, per_endpoint: int, stalled_after: float | None = None,
-                 lookups: Lookups | None = None):
+                 lookups: Lookups | None = None, max_stalled: int | None = None):
         self.max_in_flight = max_in_flight
         self.per_endpoint = per_endpoint
         self.stalled_after = float(herald.STALLED_SEND_SECONDS if stalled_after is None else stalled_after)
@@ -149,7 +150,7 @@ class Transport:
         self._active = 0  # submitted, not yet answered nor stalled: holding a slot
         self._active_by_share: Counter = Counter()
         # sends that gave their slot back, still waiting: open connections beyond the slots, in shares (stalls.py)
-        self.stalled_sends = StalledSends(STALLED_PER_SLOT * max_in_flight)
+        self.stalled_sends = StalledSends(STALLED_PER_SLOT * max_in_flight if max_stalled is None else max_stalled)
         self.stalls = 0  # how many sends have stalled so far (the pump looks again when it moves: a slot came free)
         self._lock = threading.Lock()
         self._endpoint_slots: dict = {}  # key -> [semaphore, users]
@@ -173,7 +174,8 @@ class Transport:
 
     async def _open(self) -> None:
         self.slots = asyncio.Semaphore(self.max_in_flight)
-        connector = aiohttp.TCPConnector(limit=0, use_dns_cache=False,
+        # at most as many connections at once as sends may be in flight or stalled (descriptors.py's budget)
+        connector = aiohttp.TCPConnector(limit=self.max_in_flight + self.max_stalled, use_dns_cache=False,
                                          resolver=GuardedResolver(allowed_networks, self.lookups.addresses,
                                                                   exempt=proxy_host),
                                          keepalive_timeout=30, enable_cleanup_closed=True)
@@ -412,12 +414,19 @@ _transport: Transport | None = None
 _transport_lock = threading.Lock()
 
 
+def process_budget() -> descriptors.Budget:
+    """What this process may keep open, against its limit on open files (raised to the hard limit at start)."""
+    return descriptors.budget(descriptors.raise_soft_limit(), max_in_flight=int(herald.MAX_IN_FLIGHT),
+                              stalled_per_slot=STALLED_PER_SLOT)
+
+
 def transport() -> Transport:
     global _transport
     if _transport is None:
         with _transport_lock:
             if _transport is None:
-                _transport = Transport(max_in_flight=herald.MAX_IN_FLIGHT,
+                sized = process_budget()
+                _transport = Transport(max_in_flight=sized.in_flight, max_stalled=sized.stalled,
                                        per_endpoint=herald.MAX_IN_FLIGHT_PER_ENDPOINT)
     return _transport
 

@@ -29,6 +29,7 @@ from delivery import heap
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, counters
 from delivery.engine.sending import pump
+from delivery.transport import sender
 
 log = logging.getLogger("herald.worker")
 
@@ -130,6 +131,7 @@ class HeraldWorker(SimpleWorker):
         self._max_jobs = max_jobs
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
+        log.info("worker %s: send budget %s", self.name, sender.process_budget())
         counters.buffer()  # the operators' counters: a tally added once a second, not a pipeline per batch
         heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
         try:
