@@ -1,6 +1,7 @@
 """A fast keep-alive HTTP/1.1 receiver for benchmarks (asyncio). By path:
 
     /fast/...   200 at once          /slow/...   200 after 200 ms          /hang/...   never answers
+    /three/...  200 after 3 s (a healthy endpoint that takes its time)
     /late-token/...   an OAuth2 token answer after 9 s, living 30 s (so never cached)
 
 It logs `arrival-time webhook-id path` of every request to LOG (if given), so the benchmark can measure publish →
@@ -59,6 +60,8 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log
                 continue
             elif path.startswith(b"/slow"):
                 await asyncio.sleep(SLOW_SECONDS)
+            elif path.startswith(b"/three"):
+                await asyncio.sleep(3)
             writer.write(OK)
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass

@@ -19,6 +19,9 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
   subscriptions whose token URL answers after 9 s, beside twice its time alone;
 - silent tenant: a tenant publishing every 0.4 s beside another tenant's 20 endpoints that accept and never
   answer (4,000 deliveries for them), beside twice its time alone plus 50 ms;
+- silent tenants (`--only silent-tenants`): eight tenants' 20 silent endpoints each, past both workers' bound on
+  stalled sends, beside a neighbour tenant answering in 3 s (all its deliveries must succeed on their one attempt)
+  and a quiet tenant publishing every 0.4 s, beside twice its time alone plus 50 ms;
 - scale-out: REST publish with 1, 2 and 4 gunicorn workers, and the drain with 1, 2 and 4 RQ workers, each beside
   the figure with one;
 - cpu (`--only cpu`): the REST publish and the drain alone, with their CPU, for an A/B of one change;
@@ -30,7 +33,7 @@ script: its client threads and bookkeeping), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
                                [--only cpu|one-endpoint|slow-endpoints|scale-out|noisy-neighbour|slow-neighbours|
-                                       silent-tenant|steady|tracing]
+                                       silent-tenant|silent-tenants|steady|tracing]
 """
 
 import argparse
@@ -700,6 +703,82 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().split
     return rows
 
 
+def silent_tenants(bench: Bench, quick: bool) -> list[dict]:
+    """Failure in shares (#54): eight tenants' 20 endpoints each accept connections and never answer (6,400
+    deliveries, 30 s timeouts: past both workers' bound on stalled sends), beside a neighbour tenant whose endpoint
+    answers in 3 s (`maxAttempts: 1`, its 30 s timeout) and a quiet tenant publishing every 0.4 s to a server of
+    its own. Every one of the neighbour's deliveries must succeed on its one attempt (none ended by Herald); the
+    quiet tenant's p99 beside twice its time alone plus 50 ms."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    seconds, tenants, per_tenant = 30 * (0.5 if quick else 1.0), 8, 40
+    port, log = bench.own_receiver()
+    bench.reset({"fast": 1})
+    base = f"http://127.0.0.1:{bench.receiver_port}"
+    made = bench.django(f"""
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from subscriptions.models import Endpoint, Subscription, Tenant, Topic
+user, _ = get_user_model().objects.get_or_create(username="saas8")
+topic = Topic.objects.create(owner=user, name="saas8", open_to_tenants=True)
+def subscribe(tenant, url, policy):
+    Subscription.objects.create(topic=topic, tenant=tenant, status="confirmed", delivery_policy=policy,
+                                endpoint=Endpoint.objects.create(owner=user, tenant=tenant, url=url))
+for t in range({tenants}):
+    silent = Tenant.objects.create(owner=user, external_id=f"silent{{t}}", name=f"Silent {{t}}")
+    for n in range(20):
+        subscribe(silent, f"{base}/hang/{{t}}/{{n}}", {{"requestPolicy": {{"timeoutSeconds": 30}}}})
+subscribe(Tenant.objects.create(owner=user, external_id="neighbour", name="Neighbour"), "{base}/three/0",
+          {{"requestPolicy": {{"timeoutSeconds": 30}}, "retryLimits": {{"maxAttempts": 1}}}})
+subscribe(Tenant.objects.create(owner=user, external_id="quiet", name="Quiet"), "http://127.0.0.1:{port}/calm/0",
+          {FAST_POLICY!r})
+print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1].split()
+    topic, token = int(made[0]), made[1]
+    bench.start_engine()
+    session = bench.session(token)
+    open(log, "w").close()
+    session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up", "tenant": "quiet"}, timeout=30)
+    deadline = time.time() + 30
+    while not bench.received(log) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
+    open(log, "w").close()
+    alone = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    for t in range(tenants):
+        session.post(f"{bench.api}/topics/{topic}/publish-batch/", timeout=60, json={
+            "entries": [{"id": f"{t}-{n}", "payload": {"n": n}, "tenant": f"silent{t}"} for n in range(per_tenant)]})
+    time.sleep(5)  # the silent endpoints' sends are on their way and stalling
+    for n in range(8):
+        session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": n, "tenant": "neighbour"}, timeout=30)
+    open(log, "w").close()
+    during = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    by_tenant = "JOIN herald_subscriptions_tenant t ON t.id = d.tenant_id WHERE t.external_id"
+    deadline = time.time() + 60
+    while bench.count(f"SELECT count(*) FROM herald_delivery_delivery d {by_tenant} = 'neighbour' "
+                      "AND d.status IN ('pending', 'in_flight')") and time.time() < deadline:
+        time.sleep(0.5)
+    succeeded = bench.count(f"SELECT count(*) FROM herald_delivery_delivery d {by_tenant} = 'neighbour' "
+                            "AND d.status = 'succeeded' AND d.attempt_count = 1")
+    ended = bench.db.execute(
+        "SELECT t.external_id LIKE 'silent%', count(*) FROM herald_delivery_attempt a JOIN herald_delivery_delivery d "
+        "ON d.id = a.delivery_id JOIN herald_subscriptions_tenant t ON t.id = d.tenant_id "
+        "WHERE a.error_class = 'cut_short' GROUP BY 1").fetchall()
+    stalled = bench.count(f"SELECT count(*) FROM herald_delivery_delivery d {by_tenant} LIKE 'silent%' "
+                          "AND d.status = 'in_flight'")
+    bench.stop_engine()
+    ended_by = {("silent tenants" if silent else "others"): n for silent, n in ended}
+    row("neighbour (3 s answers) deliveries succeeded beside 8 tenants' silent endpoints", succeeded, "of 8", 8,
+        "all of them", cut_short=ended_by)
+    row("quiet tenant publish→receipt p99, alone (8 silent tenants)", alone["receipt_p99_ms"], "ms",
+        p50_ms=alone["receipt_p50_ms"])
+    row("quiet tenant publish→receipt p99, beside 8 tenants × 20 silent endpoints", during["receipt_p99_ms"], "ms",
+        2 * alone["receipt_p99_ms"] + 50, "2× alone + 50 ms", p50_ms=during["receipt_p50_ms"],
+        silent_in_flight=stalled)
+    print(f"{'':<52}p50 alone {alone['receipt_p50_ms']} ms, beside {during['receipt_p50_ms']} ms; {stalled} silent "
+          f"deliveries in flight; sends ended by Herald: {ended_by or 'none'}")
+    return rows
+
+
 def measured_publish(bench: Bench, row, topic: int, count: int, name: str, ceiling=None, ceiling_name: str = "",
                      *, threads: int = THREADS) -> None:
     """`count` REST publishes from `threads` threads, reported with their p50/p99 and the CPU per 1,000."""
@@ -783,6 +862,7 @@ def scenarios(bench: Bench, quick: bool) -> list[dict]:
     rows += noisy_neighbour(bench, quick)
     rows += slow_neighbours(bench, quick)
     rows += silent_tenant(bench, quick)
+    rows += silent_tenants(bench, quick)
     rows += tracing_cost(bench, quick)
     rows += scale_out(bench, quick)
     row("worker peak RSS", bench.peak_rss_kb / 1024, "MB")
@@ -981,7 +1061,7 @@ def scale_out(bench: Bench, quick: bool) -> list[dict]:
 
 ONLY = {"cpu": publish_and_drain, "scale-out": scale_out, "tracing": tracing_cost, "steady": steady_rates,
         "one-endpoint": one_slow_endpoint, "slow-endpoints": slow_endpoints, "noisy-neighbour": noisy_neighbour,
-        "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant}
+        "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant, "silent-tenants": silent_tenants}
 
 
 def main() -> int:
