@@ -9,27 +9,25 @@ still this job's are written, and an attempt row is created only for those: reco
 import logging
 import random
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
 
 from django.db import DatabaseError, connection, transaction
 
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock, counters, database, tracing
+from delivery.engine.plumbing import clock, database
 from delivery.engine.sending import spans
-from delivery.engine.state import announce, health, lifecycle, transitions
+from delivery.engine.state import health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules import decisions
 from delivery.rules.policy import DeliveryPolicy
 from delivery.rules.storable import clean_text
-from delivery.rules.vocabulary import DeliveryStatus, ErrorClass
+from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport.sender import EXCERPT_BYTES, SendResult
 
 log = logging.getLogger(__name__)
-attempt_log = logging.getLogger("herald.attempt")
 _rng = random.SystemRandom()
 
 
@@ -187,10 +185,10 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
         written = record_one_by_one(claimed, updates, attempts)
     recorded = [tried for tried in tries if tried.delivery.id in written]
     try:
-        log_attempts(recorded, changes, spans.ended(tries, attempts, written))
+        spans.log_attempts(recorded, changes, spans.ended(tries, attempts, written))
     except Exception:  # a trace or a log line never fails the recording it tells of
         log.exception("the log lines or spans of %d attempts failed", len(recorded))
-    count_attempts(recorded, attempts, changes, now)
+    spans.count_attempts(recorded, attempts, changes, now)
     record_health(recorded, gone, probes, now or clock.now())
 
 
@@ -226,58 +224,6 @@ def write_back_and_settle(claimed: list[Delivery], updates: dict[int, dict]) -> 
     lifecycle.settled({i: updates[i] for i in written},
                       keyed=[d.id for d in claimed if d.ordering_key and d.id in written])
     return written
-
-
-def what_next(changes: dict) -> str:
-    status = changes.get("status")
-    if status == DeliveryStatus.PENDING:
-        return f"retry at {changes['next_attempt_at'].isoformat()}"
-    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
-        return f"{status} ({changes.get('dead_letter_reason', '')})"
-    return str(status)
-
-
-def count_attempts(tries: list[Tried], attempts: dict, changes: dict[int, dict], now) -> None:
-    """The operators' counters (engine/plumbing/counters.py): attempts by outcome, error class and queue, their
-    durations, and for deliveries that succeeded, the time from publish to that success."""
-    try:
-        counts: Counter = Counter()
-        durations, to_success = [], []
-        for tried in tries:
-            attempt = attempts.get(tried.delivery.id)
-            if attempt is None:
-                continue
-            counts[counters.field("attempts", attempt.outcome, attempt.error_class or "", attempt.queue)] += 1
-            durations.append(attempt.duration_ms / 1000)
-            delivery = tried.delivery
-            first_budget = delivery.replay_id is None and delivery.budget_started_at is None  # not replayed, redriven
-            if first_budget and changes.get(delivery.id, {}).get("status") == DeliveryStatus.SUCCEEDED:
-                delivered = changes[delivery.id].get("delivered_at") or now or clock.now()
-                to_success.append(max((delivered - delivery.message.published_at).total_seconds(), 0.0))
-        counters.add(counts, {"attempt_duration_seconds": durations, "publish_to_success_seconds": to_success})
-    except Exception:  # a figure never fails the recording it counts
-        log.exception("the operators' counters of %d attempts could not be added", len(tries))
-
-
-def log_attempts(tries: list[Tried], changes: dict[int, dict], traced: dict | None = None) -> None:
-    """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
-    endpoint's host only: a URL's path or query may carry a token), what came back, how long it took, what
-    happens next and, when tracing is on, the trace. With the JSON formatter (delivery/logformat.py) the fields
-    are the line's keys."""
-    if not attempt_log.isEnabledFor(logging.INFO):
-        return
-    for tried in tries:
-        delivery, result = tried.delivery, tried.result
-        fields = {"owner": delivery.subscription.topic.owner_id, "tenant": announce.tenant_name(delivery.tenant_id),
-                  "delivery": delivery.id, "message": str(delivery.message_id),
-                  "subscription": delivery.subscription_id,
-                  "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
-                  "queue": tried.queue, "outcome": "succeeded" if result.ok else "failed", "status": result.status,
-                  "error": result.error_class or None, "duration_ms": result.duration_ms,
-                  "next": what_next(changes[delivery.id]),
-                  "trace_id": tracing.trace_id((traced or {}).get(delivery.id))}
-        attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
-                         extra={"herald": fields})
 
 
 def record_one_by_one(claimed: list[Delivery], updates: dict, attempts: dict[int, Attempt]) -> set[int]:

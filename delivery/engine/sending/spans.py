@@ -1,4 +1,5 @@
-"""One `herald attempt` span per try of a delivery, when tracing is on (delivery/engine/plumbing/tracing.py).
+"""What each recorded try tells operators: one `herald attempt` span when tracing is on
+(delivery/engine/plumbing/tracing.py), one `herald.attempt` log line, and the operators' counters.
 
 A span starts as its request is handed to the transport (so a wait for the endpoint's send slots is inside it, and
 its "request sent" event marks when the request really left) and ends as the try is recorded, with what became of
@@ -9,15 +10,22 @@ seem to have caused them). The endpoint receives the attempt span's `traceparent
 `send_trace_context` off); a batch's request carries its first event's. A try whose worker stopped before it was
 recorded is recorded by the scheduler, with a span of its own (`lost`).
 
-Like the rest of tracing, nothing here raises: a failure leaves the try untraced (tracing.failure_safe).
+Like the rest of tracing, nothing here raises: a failure leaves the try untraced (tracing.failure_safe); a
+counter that fails is logged, never the recording's failure.
 """
 
+import logging
+from collections import Counter
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from delivery.engine.plumbing import tracing
+from delivery.engine.plumbing import clock, counters, tracing
 from delivery.engine.state import announce
 from delivery.models import Delivery
+from delivery.rules.vocabulary import DeliveryStatus
+
+log = logging.getLogger(__name__)
+attempt_log = logging.getLogger("herald.attempt")
 
 SPAN_NAME = "herald attempt"
 NOT_SENT_NAME = "herald send not started"
@@ -95,3 +103,55 @@ def lost(attempts: list, deliveries: dict[int, Delivery]) -> None:
 def not_sent(span) -> None:
     """A request the endpoint's send slots never let start: not an attempt; it is due again shortly."""
     tracing.ended(span, {"herald.outcome": "not_sent"}, name=NOT_SENT_NAME)
+
+
+def what_next(changes: dict) -> str:
+    status = changes.get("status")
+    if status == DeliveryStatus.PENDING:
+        return f"retry at {changes['next_attempt_at'].isoformat()}"
+    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
+        return f"{status} ({changes.get('dead_letter_reason', '')})"
+    return str(status)
+
+
+def count_attempts(tries: list, attempts: dict, changes: dict[int, dict], now) -> None:
+    """The operators' counters (engine/plumbing/counters.py): attempts by outcome, error class and queue, their
+    durations, and for deliveries that succeeded, the time from publish to that success."""
+    try:
+        counts: Counter = Counter()
+        durations, to_success = [], []
+        for tried in tries:
+            attempt = attempts.get(tried.delivery.id)
+            if attempt is None:
+                continue
+            counts[counters.field("attempts", attempt.outcome, attempt.error_class or "", attempt.queue)] += 1
+            durations.append(attempt.duration_ms / 1000)
+            delivery = tried.delivery
+            first_budget = delivery.replay_id is None and delivery.budget_started_at is None  # not replayed, redriven
+            if first_budget and changes.get(delivery.id, {}).get("status") == DeliveryStatus.SUCCEEDED:
+                delivered = changes[delivery.id].get("delivered_at") or now or clock.now()
+                to_success.append(max((delivered - delivery.message.published_at).total_seconds(), 0.0))
+        counters.add(counts, {"attempt_duration_seconds": durations, "publish_to_success_seconds": to_success})
+    except Exception:  # a figure never fails the recording it counts
+        log.exception("the operators' counters of %d attempts could not be added", len(tries))
+
+
+def log_attempts(tries: list, changes: dict[int, dict], traced: dict | None = None) -> None:
+    """One line per recorded attempt: whose (owner id, tenant's external id), which delivery, where (the
+    endpoint's host only: a URL's path or query may carry a token), what came back, how long it took, what
+    happens next and, when tracing is on, the trace. With the JSON formatter (delivery/logformat.py) the fields
+    are the line's keys."""
+    if not attempt_log.isEnabledFor(logging.INFO):
+        return
+    for tried in tries:
+        delivery, result = tried.delivery, tried.result
+        fields = {"owner": delivery.subscription.topic.owner_id, "tenant": announce.tenant_name(delivery.tenant_id),
+                  "delivery": delivery.id, "message": str(delivery.message_id),
+                  "subscription": delivery.subscription_id,
+                  "endpoint_host": urlsplit(delivery.endpoint.url).hostname, "attempt": tried.number,
+                  "queue": tried.queue, "outcome": "succeeded" if result.ok else "failed", "status": result.status,
+                  "error": result.error_class or None, "duration_ms": result.duration_ms,
+                  "next": what_next(changes[delivery.id]),
+                  "trace_id": tracing.trace_id((traced or {}).get(delivery.id))}
+        attempt_log.info("attempt %s", " ".join(f"{key}={value}" for key, value in fields.items() if value is not None),
+                         extra={"herald": fields})
