@@ -57,6 +57,9 @@ DEFAULTS: dict[str, object] = {
     "MAX_TEST_EVENTS_PER_HOUR": 10,
     # The longest a portal link lasts, in seconds (an owner asks for less).
     "PORTAL_LINK_MAX_SECONDS": 7 * 86_400,
+    # Hosts an expired portal link may send a browser straight to (an owner's refresh_url, docs/tenants.md); to any
+    # other the portal shows a page on Herald's origin naming where the link leads, which the tenant clicks.
+    "PORTAL_REFRESH_HOSTS": [],
     "MAX_RESENDS_PER_HOUR": 30,
     # Confirmation requests (handshakes: a new subscription, a changed endpoint or token URL, a resend) per clock
     # hour: an owner's, its tenants' included, and each tenant's own (docs/security.md, "Per-owner quotas").

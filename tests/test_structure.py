@@ -23,8 +23,10 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import RequestFactory
+from rest_framework.mixins import DestroyModelMixin
 
 from delivery.engine.plumbing import queues
+from delivery.urls import router
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,3 +314,54 @@ def test_every_console_page_that_writes_writes_through_a_service():
     with_inlines = [model.__name__ for model, page in admin.site._registry.items()
                     if isinstance(page, ServiceAdmin) and page.get_inline_instances(request, model())]
     assert with_inlines == []  # a formset refused after the service's write would leave it committed
+
+
+# The doors (the API, the console, the portal) delete rows only through a service (engine/accounts/removal.py,
+# tenancy, event_types), which locks what goes and refuses while a delivery is being sent: a `.delete()` there
+# would skip it. What a door writes itself is `.delete()` without arguments (a model instance's or a queryset's:
+# theirs take none, or only keywords) or Django's and DRF's own deletes reached through `super()`; a delete naming
+# what to delete (`connection.delete(key)`, a Redis pipeline's, a cache's) is not a row's.
+DEFAULT_DELETES = {"delete_model", "delete_queryset", "perform_destroy"}
+
+
+def row_deletes(source: str) -> list[str]:
+    """What `source` deletes by itself, as `line: call`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver, name = node.func.value, node.func.attr
+        by_super = (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name)
+                    and receiver.func.id == "super")
+        if (name == "delete" and not node.args) or (by_super and name in DEFAULT_DELETES):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_row_deletes_are_told_from_other_deletes():
+    source = ("subscription.delete()\nTopic.objects.filter(owner=user).delete()\nsuper().delete_model(request, obj)\n"
+              "tenant.delete(keep_parents=True)\nconnection.delete(key)\npipe.decr(key).delete(other).execute()\n"
+              "removal.subscription_delete(subscription=subscription)\nsuper().delete_view(request, object_id)\n")
+    assert [found.split(":")[0] for found in row_deletes(source)] == ["1", "2", "3", "4"]
+
+
+def test_the_doors_delete_rows_only_through_a_service():
+    """No `.delete()` of a row in delivery/web; every view set that answers DELETE and every console page that may
+    delete has a delete of its own (DRF's `perform_destroy`, the admin's `delete_model` and `delete_queryset`,
+    which the bulk "Delete selected" action calls): the defaults delete the row themselves."""
+    written = [f"{path.relative_to(ROOT)}:{found}" for name, path in MODULES.items() if name.startswith("delivery.web")
+               for found in row_deletes(path.read_text())]
+    assert written == []
+    views = {viewset.__name__: viewset for _, viewset, _ in router.registry
+             if "delete" in viewset.http_method_names and issubclass(viewset, DestroyModelMixin)}
+    assert {"TopicViewSet", "SubscriptionViewSet", "TenantViewSet", "EventTypeViewSet"} <= set(views)  # it sees them
+    assert [name for name, viewset in views.items()
+            if viewset.perform_destroy is DestroyModelMixin.perform_destroy] == []
+    request = RequestFactory().get("/admin/")
+    request.user = get_user_model()(is_superuser=True, is_staff=True, is_active=True)
+    pages = {model.__name__: page for model, page in admin.site._registry.items()
+             if model._meta.app_label in {"herald_subscriptions", "herald_delivery"}
+             and page.has_delete_permission(request, model())}
+    assert {"Topic", "Subscription", "Tenant", "EventType"} <= set(pages)  # the test sees the pages that delete
+    assert [name for name, page in pages.items() if type(page).delete_model is admin.ModelAdmin.delete_model
+            or type(page).delete_queryset is admin.ModelAdmin.delete_queryset] == []

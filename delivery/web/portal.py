@@ -28,7 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
 from delivery.conf import herald
-from delivery.engine.accounts import recovery, subscribing, tenancy
+from delivery.engine.accounts import recovery, removal, subscribing, tenancy
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import publishing, replay
 from delivery.engine.plumbing.errors import ApplicationError
@@ -82,19 +82,21 @@ def portal_page(view):
 
 
 def _refused(request, refused: tenancy.LinkRefused, nonce: str):
-    """A link Herald did not sign: a plain 403 page. A genuine link that expired: a browser opening it (GET) is sent
-    to the owner's refresh URL, which issues a fresh one, for as long again as a link may live at most (so an old
-    link is no lasting redirect on Herald's host); else the owner's branded page saying so."""
+    """A link Herald did not sign: a plain 403 page. A genuine link that expired: the owner's branded page saying so,
+    linking to the owner's refresh URL and naming its host, for as long again as a link may live at most; a GET is
+    redirected there only on a host the operator allowed (HERALD_PORTAL_REFRESH_HOSTS): the origin every owner
+    shares is no open redirect."""
     if refused.owner_id is None:
         return _headers(render(request, "herald/portal/refused.html", {"reason": str(refused), "nonce": nonce},
                                status=403), None, nonce)
     portal = selectors.portal_settings(refused.owner_id)
-    refresh = portal_settings.refresh_url(portal.refresh_url)
     recently = refused.expired_for is not None and refused.expired_for <= herald.PORTAL_LINK_MAX_SECONDS
-    if refresh and recently and request.method == "GET":
+    refresh = portal_settings.refresh_url(portal.refresh_url) if recently else ""
+    if refresh and request.method == "GET" and portal_settings.redirect_allowed(refresh, herald.PORTAL_REFRESH_HOSTS):
         return _headers(HttpResponseRedirect(refresh), portal, nonce)
     return _headers(render(request, "herald/portal/refused.html", {
         "title": "Link expired", "heading": "This link has expired", "reason": str(refused), "portal": portal,
+        "fresh_link": refresh, "fresh_link_host": portal_settings.refresh_host(refresh) if refresh else "",
         "nonce": nonce, "brand": portal_settings.brand_colour(portal.colour)}, status=403), portal, nonce)
 
 
@@ -246,11 +248,12 @@ def subscription_action(request, subscription_id: int, name: str):
                 history = selectors.history_size(subscription, REMOVE_COUNTED)
                 return _page(request, "remove.html", {"subscription": subscription, "counted": REMOVE_COUNTED,
                                                       "deliveries": history})
-            subscription.delete()
+            removal.subscription_delete(subscription=subscription)  # a 409 page while it is being sent to
             return HttpResponseRedirect(_url(request, "home") + "?done=delete")
         run_action(name, subscription, request)
     except ApplicationError as exc:
-        detail = " ".join(" ".join(reasons) for reasons in exc.as_payload().values())
+        detail = " ".join(str(reason) for reasons in exc.as_payload().values()  # a "detail" is one string
+                          for reason in (reasons if isinstance(reasons, list) else [reasons]))
         return _subscription_page(request, subscription, error=detail, status=exc.status_code)
     return HttpResponseRedirect(_url(request, "subscription", subscription.id) + f"?done={name}")
 

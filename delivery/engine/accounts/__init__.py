@@ -6,6 +6,7 @@ rule and quota holds on every path.
     confirmation  the confirmation handshake: its token, its request, confirming
     recovery      dead letters and recovery: redrive, recover, retry now, pause, resume
     tenancy       tenants, their keys and portal links, and what a tenant's request may reach
+    removal       deleting a subscription or a topic (a tenant too locks this way): a 409 while sending
     catalog       the catalog's checks at publish time (schemas compiled once per process, metered)
     event_types   the catalog's entries: create, update, delete
 

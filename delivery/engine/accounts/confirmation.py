@@ -55,8 +55,12 @@ def current_token(subscription: Subscription) -> str:
 
 
 def confirmation_request(*, subscription: Subscription, now=None) -> None:
-    """Issue a fresh token; the handshake goes out with the next pump once the transaction commits."""
+    """Issue a fresh token; the handshake goes out with the next pump once the transaction commits. Every
+    handshake (a new subscription, a changed endpoint or token URL, a resend) comes through here, within its owner's
+    and its tenant's hourly allowance (quotas.handshake): past it a 429, and the caller's transaction writes
+    nothing."""
     now = now or clock.now()
+    quotas.handshake(subscription, now)
     subscription.confirmation_expires_at = now + TOKEN_LIFETIME
     subscription.confirmation_token_hash = token_hash(current_token(subscription))
     subscription.confirmation_send_at = now
@@ -75,7 +79,11 @@ def confirmation_resend(*, subscription: Subscription, now=None) -> None:
         raise ApplicationError("The subscription is already confirmed.", status_code=409)
     now = now or clock.now()
     quotas.resend(subscription, now)
-    confirmation_request(subscription=subscription, now=now)
+    try:
+        confirmation_request(subscription=subscription, now=now)
+    except ApplicationError:  # the handshakes' allowance is spent: this resend counts for nothing either
+        quotas.resend_given_back(subscription, now)
+        raise
 
 
 def subscription_confirm(*, token: str, subscription: Subscription | None = None, now=None) -> Subscription:

@@ -21,9 +21,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald, public_url
+from delivery.engine.accounts import removal
 from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.engine.state import lifecycle
 from delivery.models import Delivery
 from delivery.rules import portal_settings, tenant_rules
 from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantKey
@@ -102,12 +102,10 @@ def tenant_delete(*, tenant: Tenant, now=None) -> None:
     now = now or clock.now()
     with transaction.atomic():
         _lock(tenant)
-        # Endpoints first: a health transition locks an endpoint, then its held deliveries (the other order
-        # would deadlock with it).
-        for rows in (Endpoint.objects.filter(tenant=tenant), Subscription.objects.filter(tenant=tenant),
-                     Delivery.objects.filter(tenant=tenant)):
-            list(rows.select_for_update().values_list("id", flat=True))
-        sending = lifecycle.in_flight(tenant=tenant).exclude(lease_until__lt=now).count()
+        # The order every delete locks in (removal.locked): endpoints first, as a health transition does.
+        sending = removal.locked(endpoints=Endpoint.objects.filter(tenant=tenant),
+                                 subscriptions=Subscription.objects.filter(tenant=tenant),
+                                 deliveries=Delivery.objects.filter(tenant=tenant), now=now)
         if sending:
             raise ApplicationError(
                 f"{tenant.name} has {sending} {'delivery' if sending == 1 else 'deliveries'} in flight (being sent "

@@ -8,9 +8,11 @@ a default, each refusal naming its limit (docs/security.md, docs/tenants.md).
     HERALD_MAX_TEST_EVENTS_PER_HOUR      test events to one subscription in an hour 429, Retry-After
     HERALD_RESEND_INTERVAL_SECONDS       between two resent confirmations of one subscription   429, Retry-After
     HERALD_MAX_RESENDS_PER_HOUR          resent confirmations of the owner's (of each tenant's) per clock hour   429
+    HERALD_MAX_HANDSHAKES_PER_HOUR       confirmations asked of the owner's (its tenants' too) per clock hour   429
+    HERALD_MAX_HANDSHAKES_PER_TENANT_PER_HOUR   confirmations asked of one tenant's per clock hour   429, Retry-After
 
-(A replay's size is HERALD_MAX_REPLAY_MESSAGES, checked by the replay itself.) Counting resends needs Redis, as
-sending them does; without it the resend fails as a whole (503), nothing half-done.
+(A replay's size is HERALD_MAX_REPLAY_MESSAGES, checked by the replay itself.) Counting resends and handshakes needs
+Redis, as sending them does; without it the request fails as a whole (503), nothing half-done.
 """
 
 from datetime import timedelta
@@ -79,15 +81,64 @@ def resend(subscription: Subscription, now) -> None:
         raise ApplicationError(f"A confirmation was sent again less than {interval} s ago "
                                f"(HERALD_RESEND_INTERVAL_SECONDS); try again in {wait} s.", status_code=429,
                                retry_after=wait)
-    window = int(now.timestamp()) // HOUR  # the clock hour: a fixed window
-    # The owner's own subscriptions share one allowance, each tenant has one of its own (same size).
-    owner_key = f"herald:quota:resend:owner:{subscription.topic.owner_id}:{subscription.tenant_id or 0}:{window}"
+    owner_key = _resend_key(subscription, now)
     with connection.pipeline() as pipe:
         count, _ = pipe.incr(owner_key).expire(owner_key, HOUR).execute()
     limit = herald.MAX_RESENDS_PER_HOUR
     if count > limit:  # refused: it counts for neither allowance
-        connection.pipeline().decr(owner_key).delete(key).execute()
-        wait = max(1, (window + 1) * HOUR - int(now.timestamp()))
+        resend_given_back(subscription, now)
+        wait = _rest_of_the_hour(now)
         raise ApplicationError(f"{limit} confirmations were sent again in the last hour, the most one owner may "
                                f"send (HERALD_MAX_RESENDS_PER_HOUR); try again in {wait} s.", status_code=429,
+                               retry_after=wait)
+
+
+def _rest_of_the_hour(now) -> int:
+    """Seconds until the next clock hour, whose allowance is new (a fixed window)."""
+    return max(1, HOUR - int(now.timestamp()) % HOUR)
+
+
+def _resend_key(subscription: Subscription, now) -> str:
+    """The clock hour's (a fixed window) count of resends: the owner's own subscriptions share one allowance, each
+    tenant has one of its own (same size)."""
+    window = int(now.timestamp()) // HOUR
+    return f"herald:quota:resend:owner:{subscription.topic.owner_id}:{subscription.tenant_id or 0}:{window}"
+
+
+def resend_given_back(subscription: Subscription, now) -> None:
+    """A resend refused after `resend` counted it (here, or by the handshake's own quota) counts for nothing."""
+    connection = redis_link.connection(AttemptQueue.DELIVERIES)
+    connection.pipeline().decr(_resend_key(subscription, now)).delete(
+        f"herald:quota:resend:subscription:{subscription.id}").execute()
+
+
+def handshake(subscription: Subscription, now) -> None:
+    """Before a confirmation request goes out to `subscription`'s endpoint, whatever asked for it (a new
+    subscription, a changed endpoint or token URL, a resend): within the clock hour's allowance of its owner (all
+    its subscriptions, its tenants' included: no owner sends more however many tenants it registers) and, for a
+    tenant's subscription, of that tenant (so one tenant uses at most its own share of its owner's). A refusal
+    counts against neither; deleting a subscription gives nothing back."""
+    window = int(now.timestamp()) // HOUR
+    budgets = [(f"herald:quota:handshake:owner:{subscription.topic.owner_id}:{window}",
+                herald.MAX_HANDSHAKES_PER_HOUR, "HERALD_MAX_HANDSHAKES_PER_HOUR", "one owner and its tenants")]
+    if subscription.tenant_id:
+        budgets.insert(0, (f"herald:quota:handshake:tenant:{subscription.tenant_id}:{window}",
+                           herald.MAX_HANDSHAKES_PER_TENANT_PER_HOUR, "HERALD_MAX_HANDSHAKES_PER_TENANT_PER_HOUR",
+                           "one tenant"))
+    connection = redis_link.connection(AttemptQueue.DELIVERIES)
+    with connection.pipeline() as pipe:
+        for key, *_ in budgets:
+            pipe.incr(key).expire(key, HOUR)
+        counts = pipe.execute()[::2]
+    over = [(limit, setting, who) for (_, limit, setting, who), count in zip(budgets, counts, strict=True)
+            if count > limit]
+    if over:
+        with connection.pipeline() as pipe:
+            for key, *_ in budgets:
+                pipe.decr(key)
+            pipe.execute()
+        limit, setting, who = over[0]
+        wait = _rest_of_the_hour(now)
+        raise ApplicationError(f"{limit} confirmation requests were sent this hour, the most {who} may send "
+                               f"({setting}); nothing was changed. Try again in {wait} s.", status_code=429,
                                retry_after=wait)

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from delivery.engine.accounts import recovery, subscribing
+from delivery.engine.accounts import recovery, removal, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.intake import publishing, replay
 from delivery.models import Delivery
@@ -92,6 +92,9 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             data["endpoint"] = data["endpoint"]["url"]
         serializer.instance = subscribing.subscription_update(subscription=serializer.instance, **data)
 
+    def perform_destroy(self, instance):
+        removal.subscription_delete(subscription=instance)  # a 409 while any of its deliveries is being sent
+
     @extend_schema(request=ConfirmSerializer, responses={200: SubscriptionSerializer})
     @action(detail=True, methods=["post"], serializer_class=ConfirmSerializer)
     def confirm(self, request, pk=None):
@@ -155,7 +158,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         window = selectors.parse_window(request.query_params.get("window"))
         return Response(selectors.subscription_metrics(subscription, window))
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict}, paginated=True)
     @action(detail=True, methods=["get"], url_path="dead-letters")
     def dead_letters(self, request, pk=None):
         """Dead letters with their reasons: counts by reason and the newest first (paginated)."""

@@ -9,13 +9,13 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from delivery.conf import herald
-from delivery.engine.accounts import subscribing
+from delivery.engine.accounts import removal, subscribing
 from delivery.engine.intake.publishing import Entry, entry_from, message_publish_batch, publish_one
 from delivery.engine.plumbing.database import Statement, instance
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
-from delivery.web.api.ownership import OwnedQuerysetMixin, tenant_of
+from delivery.web.api.ownership import OwnedQuerysetMixin, path_key, tenant_of
 from delivery.web.api.subscription_serializers import (
     BatchEntrySerializer,
     PublishBatchSerializer,
@@ -57,14 +57,15 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     def owned_object(self):
         """A topic by id or by name (names are the requester's own; a name made of digits is read as an id first)."""
         value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
-        numeric = value.isascii() and value.isdigit() and len(value) < 19
+        key = path_key(value)  # an int for an id; 404 for what no topic can be named by
+        numeric = isinstance(key, int)
         user = self.request.user  # an owner's own, through a compiled statement (users keyed by an integer)
         if tenant_of(self.request) is None and user.is_authenticated and not user.is_staff and type(user.pk) is int:
-            found = instance(OWN_TOPIC_BY_ID, user.pk, int(value)) if numeric else None
+            found = instance(OWN_TOPIC_BY_ID, user.pk, key) if numeric else None
             found = found or instance(OWN_TOPIC_BY_NAME, user.pk, value)
         else:
             topics = self.get_queryset()
-            found = topics.filter(pk=int(value)).first() if numeric else None
+            found = topics.filter(pk=key).first() if numeric else None
             if found is None:
                 found = topics.filter(owner=user, name=value).first()
         if found is None:
@@ -83,6 +84,9 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = subscribing.topic_update(topic=serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, instance):
+        removal.topic_delete(topic=instance)  # a 409 while any of its deliveries is being sent
 
     @extend_schema(
         request=PublishSerializer, responses={202: PublishedSerializer},

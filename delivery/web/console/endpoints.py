@@ -77,6 +77,9 @@ class EndpointAdmin(ButtonsMixin, admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # endpoints come into being with their first subscription
 
+    def has_delete_permission(self, request, obj=None):
+        return False  # nor deleted by hand: its deliveries (some perhaps being sent) would go with it
+
     @admin.display(description="recent attempts")
     def recent_attempts(self, obj):
         attempts = (Attempt.objects.filter(delivery__endpoint=obj).order_by("-started_at", "-id")

@@ -5,8 +5,8 @@
 from django.contrib import admin
 
 from delivery.engine.accounts import event_types
+from delivery.web.console.deletes import RefusedDeletesShown
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
-from delivery.web.console.tenants import RefusedDeletesShown
 from subscriptions.models import EventType
 
 

@@ -30,3 +30,6 @@ class PortalAdmin(ServiceAdmin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return ["owner"] if obj is not None else []
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # changed, never deleted (as through the API)

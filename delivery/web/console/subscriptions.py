@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine.accounts import recovery, subscribing
+from delivery.engine.accounts import recovery, removal, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
@@ -21,6 +21,7 @@ from delivery.rules import client_certificates, delivery_headers
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web.console.buttons import Button, ButtonsMixin
+from delivery.web.console.deletes import ServiceDeletes
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 from subscriptions.models import Subscription, Topic
 from subscriptions.states import EndpointState
@@ -116,7 +117,7 @@ class ReplayForm(forms.Form):
 
 
 @admin.register(Topic)
-class TopicAdmin(ServiceAdmin, admin.ModelAdmin):
+class TopicAdmin(ServiceAdmin, ServiceDeletes, admin.ModelAdmin):
     form = TopicForm
     list_display = ["id", "name", "owner", "created_at"]
     search_fields = ["name", "description", "owner__username"]
@@ -129,6 +130,9 @@ class TopicAdmin(ServiceAdmin, admin.ModelAdmin):
             return schedule_table(policy_for(None, obj.delivery_policy if obj else None))
         except PolicyError as exc:
             return f"invalid policy: {exc}"
+
+    def delete_model(self, request, obj):
+        removal.topic_delete(topic=obj)  # refused (shown) while any of its deliveries is being sent
 
 
 def policy_source(subscription) -> str:
@@ -162,7 +166,7 @@ def _resend_confirmation(request, subscription):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
+class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, ButtonsMixin, admin.ModelAdmin):
     """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
     their policies tuned, and operated on with the buttons and actions."""
 
@@ -194,6 +198,9 @@ class SubscriptionAdmin(ServiceAdmin, ButtonsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def delete_model(self, request, obj):
+        removal.subscription_delete(subscription=obj)  # refused (shown) while any of its deliveries is being sent
 
     @admin.display(description="last confirmation request")
     def last_handshake(self, obj):

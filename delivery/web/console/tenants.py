@@ -6,35 +6,14 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.web.console.deletes import ServiceDeletes
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
 from subscriptions.models import Tenant, TenantKey
-
-
-class RefusedDeletesShown:
-    """A delete the service refuses (an ApplicationError: a 409 through the API) is shown on the object's page
-    instead of failing the request; nothing was deleted."""
-
-    def delete_view(self, request, object_id, extra_context=None):
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except ApplicationError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            opts = self.model._meta
-            return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id]))
-
-    def delete_queryset(self, request, queryset):
-        for obj in queryset:
-            try:
-                self.delete_model(request, obj)
-            except ApplicationError as exc:
-                self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
 
 
 class TenantForm(ServiceForm):
@@ -56,7 +35,7 @@ class TenantForm(ServiceForm):
 
 
 @admin.register(Tenant)
-class TenantAdmin(ServiceAdmin, RefusedDeletesShown, admin.ModelAdmin):
+class TenantAdmin(ServiceAdmin, ServiceDeletes, admin.ModelAdmin):
     form = TenantForm
     list_display = ["external_id", "name", "owner", "subscriptions", "created_at"]
     list_filter = ["owner"]
@@ -78,14 +57,7 @@ class TenantAdmin(ServiceAdmin, RefusedDeletesShown, admin.ModelAdmin):
              f" · revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "") for key in keys))
 
     def delete_model(self, request, obj):
-        tenancy.tenant_delete(tenant=obj)
-
-    def get_deleted_objects(self, objs, request):
-        """What goes with a tenant is the service's to delete (tenancy.tenant_delete, as through the API): its
-        subscriptions first (nothing else protects its endpoints), their deliveries and attempts (records no one
-        deletes by hand) with them."""
-        deleted, counts, _, _ = super().get_deleted_objects(objs, request)
-        return deleted, counts, set(), []
+        tenancy.tenant_delete(tenant=obj)  # its subscriptions first (nothing else protects its endpoints)
 
     @admin.display(description="subscriptions")
     def subscriptions(self, tenant):
@@ -122,6 +94,9 @@ class TenantKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoked, never deleted (as through the API)
 
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request, queryset):

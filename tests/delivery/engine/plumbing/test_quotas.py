@@ -2,7 +2,7 @@
 confirmations are bounded, each refusal names its setting, the time-bound ones say when to try again (429 with
 Retry-After), and another owner is not affected. Time is passed in where the quota counts it."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -11,9 +11,11 @@ from delivery.engine.accounts import confirmation
 from delivery.engine.plumbing import quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Replay
-from subscriptions.models import Subscription
+from subscriptions.models import Endpoint, Subscription
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
+shop = shop_fixture  # the tenants' fixture, shared
 
 
 def topic_of(api, name="q"):
@@ -86,3 +88,79 @@ def test_resent_confirmations(api, settings, redis_conn):
     with pytest.raises(ApplicationError, match="already confirmed"):
         Subscription.objects.filter(id=ids[2]).update(status="confirmed")
         confirmation.confirmation_resend(subscription=Subscription.objects.get(id=ids[2]), now=later)
+
+
+def move(client, subscription_id: int, url: str):
+    return client.patch(f"/api/subscriptions/{subscription_id}/", {"endpoint": url}, format="json")
+
+
+def refused_for(response, setting: str) -> bool:
+    detail = response.json().get("detail", "")
+    return response.status_code == 429 and setting in detail and 1 <= int(response["Retry-After"]) <= 3600
+
+
+def test_handshakes_per_owner_count_every_new_url_and_nothing_else(api, other_api, settings, redis_conn):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    settings.HERALD_MAX_HANDSHAKES_PER_HOUR = 3
+    topic = topic_of(api)
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/h0"},
+                       format="json").json()  # 1
+    for n in (1, 2):  # 2, 3
+        assert move(api, created["id"], f"https://example.com/h{n}").status_code == 200
+    refused = move(api, created["id"], "https://example.com/h3")
+    assert refused_for(refused, "HERALD_MAX_HANDSHAKES_PER_HOUR"), refused.content
+    stored = Subscription.objects.select_related("endpoint").get(id=created["id"])
+    assert stored.endpoint.url == "https://example.com/h2"  # nothing was changed
+    assert not Endpoint.objects.filter(url="https://example.com/h3").exists()
+    again = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/h2"},
+                     format="json")
+    assert again.status_code == 200  # the subscription it has: no handshake, nothing counted
+    assert refused_for(api.post(f"/api/subscriptions/{created['id']}/resend-confirmation/"),
+                       "HERALD_MAX_HANDSHAKES_PER_HOUR")
+    settings.HERALD_MAX_HANDSHAKES_PER_HOUR = 4  # the refused resend counted for nothing, its interval neither
+    assert api.post(f"/api/subscriptions/{created['id']}/resend-confirmation/").status_code == 202  # 4
+    assert api.delete(f"/api/subscriptions/{created['id']}/").status_code == 204
+    recreated = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/h2"},
+                         format="json")  # a delete and a create is a new handshake like any other
+    assert refused_for(recreated, "HERALD_MAX_HANDSHAKES_PER_HOUR") and not Subscription.objects.exists()
+    other = topic_of(other_api)
+    assert other_api.post("/api/subscriptions/", {"topic": other["id"], "endpoint": "https://example.com/h3"},
+                          format="json").status_code == 201  # another owner's own allowance
+
+
+def test_handshakes_per_tenant_and_the_owners_allowance_its_tenants_share(shop, settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    settings.HERALD_MAX_HANDSHAKES_PER_TENANT_PER_HOUR = 2
+    settings.HERALD_MAX_HANDSHAKES_PER_HOUR = 3
+    acme, globex = shop["acme"]["client"], shop["globex"]["client"]
+    mine, theirs = shop["acme"]["subscription"]["id"], shop["globex"]["subscription"]["id"]
+    for n in (1, 2):
+        assert move(acme, mine, f"http://127.0.0.1:9/acme-{n}").status_code == 200
+    refused = move(acme, mine, "http://127.0.0.1:9/acme-3")
+    assert refused_for(refused, "HERALD_MAX_HANDSHAKES_PER_TENANT_PER_HOUR"), refused.content
+    assert Subscription.objects.get(id=mine).endpoint.url == "http://127.0.0.1:9/acme-2"
+    assert acme.delete(f"/api/subscriptions/{mine}/").status_code == 204
+    recreated = acme.post("/api/subscriptions/", {"topic": shop["orders"]["id"],
+                                                  "endpoint": "http://127.0.0.1:9/acme-2"}, format="json")
+    assert refused_for(recreated, "HERALD_MAX_HANDSHAKES_PER_TENANT_PER_HOUR")
+    assert not Subscription.objects.filter(tenant__external_id="acme").exists()
+
+    # Another tenant has an allowance of its own, within what is left of the owner's (3 - acme's 2).
+    assert move(globex, theirs, "http://127.0.0.1:9/globex-1").status_code == 200
+    refused = move(globex, theirs, "http://127.0.0.1:9/globex-2")
+    assert refused_for(refused, "HERALD_MAX_HANDSHAKES_PER_HOUR"), refused.content
+    own = shop["own"][0]["id"]
+    assert refused_for(move(shop["api"], own, "http://127.0.0.1:9/own-2"), "HERALD_MAX_HANDSHAKES_PER_HOUR")
+
+
+def test_the_handshake_allowance_is_the_clock_hours(api, settings, redis_conn):
+    settings.HERALD_MAX_HANDSHAKES_PER_HOUR = 1
+    topic = topic_of(api)
+    subscription = Subscription.objects.get(id=api.post(
+        "/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/c"}, format="json").json()["id"])
+    before_the_hour = datetime(2026, 11, 28, 9, 59, 0, tzinfo=UTC)
+    quotas.handshake(subscription, before_the_hour)
+    with pytest.raises(ApplicationError, match="HERALD_MAX_HANDSHAKES_PER_HOUR") as refused:
+        quotas.handshake(subscription, before_the_hour + timedelta(seconds=30))
+    assert (refused.value.status_code, refused.value.retry_after) == (429, 30)
+    quotas.handshake(subscription, datetime(2026, 11, 28, 10, 0, 0, tzinfo=UTC))  # the next hour's own allowance
