@@ -263,8 +263,8 @@ def shop_page(html: str) -> Reply:
     return Reply(body=html.encode(), headers={"Content-Type": "text/html; charset=utf-8"})
 
 
-def test_an_expired_link_goes_to_the_refresh_url_or_says_so_in_the_shops_colours(live_server, browser_page, shop,
-                                                                                   other_receiver):
+def test_an_expired_link_leads_to_the_refresh_url_or_says_so_in_the_shops_colours(live_server, browser_page, shop,
+                                                                                    other_receiver):
     page = browser_page
     with override_settings(HERALD_PUBLIC_URL=live_server.url):
         expired = portal_link(shop["acme"], ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=6))
@@ -277,9 +277,16 @@ def test_an_expired_link_goes_to_the_refresh_url_or_says_so_in_the_shops_colours
     refresh = f"{other_receiver.url}/account/webhooks"
     Portal.objects.filter(owner=shop["owner"]).update(refresh_url=refresh)
     other_receiver.script = [shop_page("<title>Alice's Shop</title><h1>Your account</h1>")]
-    page.goto(expired)
+    page.goto(expired)  # a host the operator did not list: a link naming where it leads, which the tenant clicks
+    expect(page.get_by_role("heading", name="This link has expired")).to_be_visible()
+    expect(page.locator("strong", has_text="127.0.0.1")).to_be_visible()
+    page.get_by_role("link", name=refresh).click()
     expect(page.get_by_role("heading", name="Your account")).to_be_visible()
     assert page.url == refresh
+    with override_settings(HERALD_PORTAL_REFRESH_HOSTS=["127.0.0.1"]):  # a host the operator allowed: straight there
+        page.goto(expired)
+        expect(page.get_by_role("heading", name="Your account")).to_be_visible()
+        assert page.url == refresh
 
 
 def framing_snippet() -> str:

@@ -7,7 +7,8 @@ nothing else. `refresh_url` goes into a `Location` header when a link has expire
 (http only on a loopback address, for development) without credentials or control characters. The API, the admin's
 form and `tenancy.portal_update` ask `problems`; the portal reads stored values through `csp_frame_ancestors`,
 `brand_colour` and `refresh_url`, which skip what these rules would refuse, so settings stored before a rule existed
-never break a page.
+never break a page. An expired link redirects to the refresh URL only on a host the operator allowed
+(`redirect_allowed`); elsewhere the portal's page links to it, naming its host.
 """
 
 import re
@@ -86,6 +87,19 @@ def csp_frame_ancestors(stored) -> str:
 def refresh_url(stored) -> str:
     """The stored refresh URL when it passes the rule, else "" (the expired page says so instead)."""
     return stored if stored and refresh_url_problem(stored) is None else ""
+
+
+def refresh_host(url: str) -> str:
+    """The host a refresh URL (one `refresh_url` returned) leads to, as a browser shows it."""
+    return (urlsplit(url).hostname or "").rstrip(".")
+
+
+def redirect_allowed(url: str, allowed_hosts) -> bool:
+    """Whether an expired link may send the browser straight to `url`: its host is one the operator listed
+    (HERALD_PORTAL_REFRESH_HOSTS, matched whole and without regard to case). Any other is only linked to, from a
+    page that shows where it leads: an owner's setting is no open redirect on the origin every owner shares."""
+    host = refresh_host(url).lower()
+    return bool(host) and host in {str(allowed).strip().rstrip(".").lower() for allowed in allowed_hosts or ()}
 
 
 def brand_colour(stored) -> str:

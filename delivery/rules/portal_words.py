@@ -49,6 +49,7 @@ ERROR = {
     "unrecordable": "the answer could not be stored",
     "token": "no access token could be obtained for your endpoint",
     "internal": "failed before anything was sent",
+    "cut_short": "no answer yet, so we stopped waiting and will try again; this does not count against you",
 }
 
 

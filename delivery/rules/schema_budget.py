@@ -10,6 +10,9 @@ float. Pure: no Django.
 
     compiled = compile_schema(schema)          # once per schema (catalog.validator caches it)
     error = first_error(compiled, payload)     # None, a ValidationError, or TooCostly
+
+A request's payloads share one `Allowance` (a batch's entries): each is checked within what the ones before it left,
+so a batch of 100 costs at most what one publish may.
 """
 
 import contextvars
@@ -227,13 +230,30 @@ def compile_schema(schema) -> BoundedValidator:
     return BoundedValidator(schema, _resolver=resolver)
 
 
-def first_error(compiled, payload, *, budget: int = DEFAULT_BUDGET) -> ValidationError | None:
-    """The first place (in path order) where `payload` breaks the schema, or None; TooCostly past `budget`."""
-    token = _meter.set(_Meter(budget))
+class Allowance:
+    """The units one request may spend on all its payloads' checks together; each check takes what it spent."""
+
+    def __init__(self, units: int):
+        self.units = units
+        self.left = units
+
+    def __repr__(self):
+        return f"Allowance({self.left} of {self.units} units left)"
+
+
+def first_error(compiled, payload, *, budget: int = DEFAULT_BUDGET,
+                allowance: Allowance | None = None) -> ValidationError | None:
+    """The first place (in path order) where `payload` breaks the schema, or None; TooCostly past `budget`, or past
+    what is left of `allowance` (which is charged what the check spent, even when it stopped)."""
+    limit = budget if allowance is None else max(0, min(budget, allowance.left))
+    meter = _Meter(limit)
+    token = _meter.set(meter)
     try:
         errors = sorted(compiled.iter_errors(payload), key=lambda e: list(e.absolute_path))
     except RecursionError:
-        raise TooCostly(budget) from None
+        raise TooCostly(limit) from None
     finally:
         _meter.reset(token)
+        if allowance is not None:
+            allowance.left = max(0, allowance.left - (limit - meter.left))
     return errors[0] if errors else None

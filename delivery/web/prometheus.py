@@ -1,13 +1,14 @@
 """`/metrics` for Prometheus, read at scrape time (docs/operators.md, "Metrics").
 
 Workers, web processes and the scheduler are separate processes on any number of hosts, so in-process counters
-would each see a slice. Two shared sources answer instead: PostgreSQL for what is (gauges: deliveries by status,
-the age of the oldest due delivery, backlog per owner, endpoints by state, confirmations awaited), and Redis for
-what happened (counters that only grow and histograms: attempts, deliveries created and finished, messages
-published, attempt durations, publish to first success; engine/plumbing/counters.py), plus each worker's send
-slots as it last reported them. One scrape costs a few grouped counts (growing with the backlog, not the history)
-and a few Redis reads. Labels are bounded: outcomes, error classes, queues, owners' ids (a shop's accounts: few),
-never tenants.
+would each see a slice. Two shared sources answer instead: PostgreSQL for what is (gauges: unfinished deliveries by
+status, the age of the oldest due delivery, backlog per owner, endpoints by state, confirmations awaited, what the
+last five minutes saw), and Redis for what happened (counters that only grow and histograms: attempts, deliveries
+created and finished, messages published, attempt durations, publish to first success;
+engine/plumbing/counters.py), plus each worker's send slots as it last reported them. One scrape costs a few
+grouped counts, each read along an index of the rows it counts (unfinished rows, a five-minute window), so it
+grows with the backlog and never with the finished history, and a few Redis reads. Labels are bounded: outcomes,
+error classes, queues, owners' ids (a shop's accounts: few), never tenants.
 Enabled by setting HERALD_METRICS_TOKEN; scrapers send it as `Authorization: Bearer <token>`.
 """
 
@@ -35,16 +36,12 @@ RECENT = timedelta(minutes=5)
 
 class HeraldCollector:
     def collect(self):
-        deliveries = GaugeMetricFamily("herald_deliveries", "Deliveries by status (within retention).",
+        deliveries = GaugeMetricFamily("herald_deliveries", "Unfinished deliveries by status (pending, in_flight, "
+                                       "waiting; herald_deliveries_finished_total counts the finished).",
                                        labels=["status"])
-        for status, n in selectors.deliveries_by_status().items():
+        for status, n in selectors.unfinished_by_status().items():
             deliveries.add_metric([status], n)
         yield deliveries
-
-        dead = GaugeMetricFamily("herald_dead_letters", "Dead-lettered deliveries by reason.", labels=["reason"])
-        for reason, n in selectors.dead_letters_by_reason().items():
-            dead.add_metric([reason], n)
-        yield dead
 
         held = GaugeMetricFamily("herald_deliveries_held", "Pending deliveries held (paused or unhealthy endpoint).")
         held.add_metric([], selectors.held_count())
@@ -63,6 +60,12 @@ class HeraldCollector:
             attempts.add_metric([outcome], n)
         yield attempts
 
+        dead = GaugeMetricFamily("herald_recent_dead_letters", "Deliveries dead-lettered in the last five minutes, "
+                                 "by reason (herald_deliveries_finished_total counts them all).", labels=["reason"])
+        for reason, n in selectors.recent_dead_letters_by_reason(since).items():
+            dead.add_metric([reason], n)
+        yield dead
+
         drift = GaugeMetricFamily("herald_recent_schema_mismatches", "Messages published in the last five minutes "
                                   "whose payload did not match their event type's schema (on_mismatch record).",
                                   labels=["event_type"])
@@ -72,7 +75,7 @@ class HeraldCollector:
         yield drift
 
         now = timezone.now()
-        owners = selectors.owner_status(now, include_endpoints=False)
+        owners = selectors.owner_status(now, include_endpoints=False, include_dead_letters=False)
         lag = GaugeMetricFamily("herald_oldest_due_delivery_age_seconds", "Age of the oldest delivery due now (the "
                                 "lag; 0 when nothing is due).")
         owner_lag = GaugeMetricFamily("herald_owner_oldest_due_delivery_age_seconds", "The lag per owner (its user "

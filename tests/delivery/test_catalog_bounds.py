@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from delivery.engine.accounts import catalog
+from delivery.rules import schema_budget
 from subscriptions.models import EventType
 
 
@@ -93,3 +94,32 @@ def test_the_worst_payloads_of_accepted_schemas_are_answered(api, settings):
     unique = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": [{"n": n} for n in range(20_000)],
                                                             "event_type": "w.unique"}, format="json")
     assert unique.status_code == 202, unique.content[:300]
+
+
+@pytest.mark.django_db
+def test_a_batch_of_entries_shares_one_publishs_budget(api, settings, monkeypatch):
+    """100 entries cost at most what one publish may: the checks spend one budget between them, and the entries
+    past it are refused alone (413, saying why), not checked. Before, each entry had a budget of its own."""
+    settings.HERALD_SCHEMA_CHECK_BUDGET = 1000
+    done = []  # the units of evaluation actually spent (a charge past the budget stops the check instead)
+    spend = schema_budget._Meter.spend
+
+    def counted(meter, units):
+        spend(meter, units)
+        done.append(units)
+
+    monkeypatch.setattr(schema_budget._Meter, "spend", counted)
+    topic = api.post("/api/topics/", {"name": "orders"}, format="json").json()
+    assert store(api, "order.lines", {"type": "array", "items": {"type": "integer"}},
+                 validate_payloads=True).status_code == 201
+    entries = [{"id": f"e{n}", "event_type": "order.lines", "payload": list(range(100))} for n in range(100)]
+    answer = api.post(f"/api/topics/{topic['id']}/publish-batch/", {"entries": entries}, format="json").json()
+    assert sum(done) == 3 * 302  # type 101 + items 101 + 100 × 1 per entry: three fit in 1,000, the fourth does not
+    assert [item["id"] for item in answer["successful"]] == ["e0", "e1", "e2"]
+    assert len(answer["failed"]) == 97 and {item["status"] for item in answer["failed"]} == {413}
+    assert "the entries before it in this request spent the 1000 units of evaluation one request may" in (
+        answer["failed"][0]["errors"]["payload"][0])
+    done.clear()
+    alone = {"event_type": "order.lines", "payload": list(range(100))}  # in another request: a budget of its own
+    assert api.post(f"/api/topics/{topic['id']}/publish/", alone, format="json").status_code == 202
+    assert sum(done) == 302

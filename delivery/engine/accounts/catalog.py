@@ -5,7 +5,8 @@ against its schema when it is published (a 400 naming the path).
 A schema is checked when it is stored (`rules.json_schema`): references resolve inside the schema only (nothing
 is ever fetched), regular expressions run on RE2, and a schema whose evaluation could not end or fans out without
 bound is refused. It is compiled once per process per schema text, and a payload's check spends at most
-HERALD_SCHEMA_CHECK_BUDGET units (`rules.schema_budget`); one that needs more is refused with a 400 saying so.
+HERALD_SCHEMA_CHECK_BUDGET units (`rules.schema_budget`); one that needs more is refused with a 400 saying so. The
+payloads of one request (a batch's entries) share that budget.
 """
 
 import json
@@ -60,45 +61,59 @@ def validator(schema):
 def payload_problem(schema, payload) -> str | None:
     """The first place where `payload` breaks `schema`, as `payload.items[0].sku: 'x' is not of type 'integer'`."""
     found = _check(schema, payload)
-    return None if found is None else found[1] if found[0] else f"payload: {found[1]}"
+    return None if found is None else found[1] if found[0] == MISMATCH else f"payload: {found[1]}"
 
 
-def _check(schema, payload) -> tuple[bool, str] | None:
-    """None if `payload` matches `schema`; else (whether it was checked and does not match, why)."""
+MISMATCH, UNCHECKED, SPENT = "mismatch", "unchecked", "spent"  # what a check found, when not a match
+
+
+def _check(schema, payload, allowance: schema_budget.Allowance | None = None) -> tuple[str, str] | None:
+    """None if `payload` matches `schema`; else (MISMATCH, UNCHECKED: the payload cannot be checked, or SPENT: the
+    request's `allowance` ran out before this payload's check could end; why)."""
     compiled = validator(schema)
     if isinstance(compiled, json_schema.SchemaRefused):
-        return False, f"cannot be checked: its schema is no longer accepted ({compiled.reason}); store it anew"
+        return UNCHECKED, f"cannot be checked: its schema is no longer accepted ({compiled.reason}); store it anew"
     budget = int(herald.SCHEMA_CHECK_BUDGET)
+    shared = allowance is not None and allowance.left < budget  # others of the request spent some already
+    spent = (SPENT, f"was not checked against its schema: the entries before it in this request spent the {budget} "
+                    f"units of evaluation one request may (HERALD_SCHEMA_CHECK_BUDGET); publish it in another request")
+    if shared and allowance.left == 0:
+        return spent
     try:
-        error = schema_budget.first_error(compiled, payload, budget=budget)
+        error = schema_budget.first_error(compiled, payload, budget=budget, allowance=allowance)
     except schema_budget.TooCostly:
-        return False, (f"is too large or too complex to check against its schema: it needs more than {budget} "
-                       f"units of evaluation (HERALD_SCHEMA_CHECK_BUDGET)")
+        return spent if shared else (UNCHECKED, f"is too large or too complex to check against its schema: it needs "
+                                                f"more than {budget} units of evaluation (HERALD_SCHEMA_CHECK_BUDGET)")
     if error is None:
         return None
     path = "payload" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
-    return True, f"{path}: {error.message[:300]}"
+    return MISMATCH, f"{path}: {error.message[:300]}"
 
 
 def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, str]]:
     """For the entries whose event type the owner validates and whose payload does not match its schema (or could
     not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
-    mismatch and delivers). One query for the batch, and only when the owner validates some type."""
+    mismatch and delivers). One query for the batch, and only when the owner validates some type. The entries
+    share one budget, HERALD_SCHEMA_CHECK_BUDGET (a batch costs what one publish may): one whose check it could not
+    finish is refused (413) whatever its type does with a mismatch, and may be published in another request."""
     types = sorted({entry.event_type for entry in entries})
     if not types:
         return {}, {}
     checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in _validating(owner_id, types)}
     refused, recorded = {}, {}
+    allowance = schema_budget.Allowance(int(herald.SCHEMA_CHECK_BUDGET))
     for n, entry in enumerate(entries):
         if entry.event_type in checked:
             schema, on_mismatch = checked[entry.event_type]
-            found = _check(schema, entry.payload)
+            found = _check(schema, entry.payload, allowance)
             if found is None:
                 continue
-            checked_it, why = found
-            reason = (f"does not match the schema of {entry.event_type!r}: {why}" if checked_it
+            what, why = found
+            reason = (f"does not match the schema of {entry.event_type!r}: {why}" if what == MISMATCH
                       else f"a payload of {entry.event_type!r} {why}")
-            if on_mismatch == "record":
+            if what == SPENT:
+                refused[n] = ApplicationError(reason, field="payload", status_code=413)
+            elif on_mismatch == "record":
                 recorded[n] = reason[:512]
             else:
                 refused[n] = ApplicationError(reason, field="payload")

@@ -1,15 +1,17 @@
 """What every Herald API view uses, set on the views themselves rather than read from REST_FRAMEWORK, so the API
 behaves the same inside a host project whatever its own DRF settings are: token (or Bearer) and session
 authentication, authenticated users only, the storable-JSON parser, bounded pagination, filters and ordering,
-Herald's error shapes and drf-spectacular's schema."""
+Herald's error shapes and drf-spectacular's schema; every route refuses a path no object is named by (404) and
+a query parameter it does not take (400)."""
 
 import inspect
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter
 from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
@@ -18,10 +20,10 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from delivery.engine.plumbing import tracing
 from delivery.web.api.authentication import HeraldTokenAuthentication
 from delivery.web.api.errors import api_exception_handler
-from delivery.web.api.ownership import tenant_of
+from delivery.web.api.ownership import refuse_unnameable, tenant_of
 from delivery.web.api.pagination import BoundedLimitOffsetPagination
 from delivery.web.api.parsers import SafeJSONParser
-from delivery.web.api.strict import refuse_body
+from delivery.web.api.strict import refuse_body, refuse_unknown_parameters
 
 
 class HeraldBrowsableAPIRenderer(BrowsableAPIRenderer):
@@ -54,6 +56,7 @@ class HeraldAPI:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication, permissions and throttles come first
+        refuse_unnameable(kwargs)  # a path naming what no object can be named by: 404 before any lookup
         access = tenant_of(request)
         if access is not None:
             if getattr(self, "action", None) not in self.tenant_actions:
@@ -61,38 +64,33 @@ class HeraldAPI:
             if access.read_only and request.method not in SAFE_METHODS:
                 raise PermissionDenied("This key is read-only.")
         refuse_body(self, request)
-        if getattr(self, "action", None) == "list":
-            refuse_unknown_parameters(self, request)
+        refuse_unknown_parameters(self, request)
 
 
-# What every list takes besides its filters: pagination, ordering, DRF's format switch.
-LIST_PARAMETERS = frozenset({"limit", "offset", "format"})
+# An action that answers a page of a list documents the paginator's parameters (and takes them: strict.py).
+PAGE_PARAMETERS = [OpenApiParameter(BoundedLimitOffsetPagination.limit_query_param, int, required=False),
+                   OpenApiParameter(BoundedLimitOffsetPagination.offset_query_param, int, required=False)]
 
 
-def refuse_unknown_parameters(view, request) -> None:
-    """A list route refuses a query parameter it does not know (400 naming it), as an unknown body field is: a
-    misspelt or unsupported filter (`?tenant=` where there is none) would otherwise list everything."""
-    known = set(LIST_PARAMETERS)
-    if getattr(view, "ordering_fields", None):
-        known.add("ordering")
-    filterset = DjangoFilterBackend().get_filterset_class(view, view.get_queryset())
-    if filterset is not None:
-        known |= set(filterset.base_filters)
-    unknown = sorted(set(request.query_params) - known)
-    if unknown:
-        raise ValidationError({name: [f"is not a parameter of this list; it takes {', '.join(sorted(known))}"]
-                               for name in unknown[:10]})
-
-
-def extend_schema(**kwargs):
+def extend_schema(*, paginated: bool = False, **kwargs):
     """drf-spectacular's `extend_schema`, building on its own AutoSchema even where the project's
-    DEFAULT_SCHEMA_CLASS is DRF's (the decorator otherwise bases an annotated action on that class)."""
+    DEFAULT_SCHEMA_CLASS is DRF's (the decorator otherwise bases an annotated action on that class). The query
+    parameters it declares are the ones the handler takes (strict.refuse_unknown_parameters refuses others);
+    `paginated`: the handler answers a page, and takes the paginator's parameters too."""
+    parameters = [*(kwargs.get("parameters") or []), *(PAGE_PARAMETERS if paginated else [])]
+    if parameters:
+        kwargs["parameters"] = parameters
     decorate = spectacular_extend_schema(**kwargs)
 
     def decorator(function):
-        if callable(function) and not inspect.isclass(function) and getattr(function, "schema", None) is None:
-            function.kwargs = getattr(function, "kwargs", None) or {}
-            function.kwargs.setdefault("schema", AutoSchema)
+        if callable(function) and not inspect.isclass(function):
+            if getattr(function, "schema", None) is None:
+                function.kwargs = getattr(function, "kwargs", None) or {}
+                function.kwargs.setdefault("schema", AutoSchema)
+            function.query_parameters = frozenset(
+                parameter.name for parameter in parameters
+                if isinstance(parameter, OpenApiParameter) and parameter.location == OpenApiParameter.QUERY)
+            function.answers_a_page = paginated
         return decorate(function)
 
     return decorator

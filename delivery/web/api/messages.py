@@ -61,7 +61,7 @@ class MessageViewSet(ReadOnlyViewSet):
     @extend_schema(
         parameters=[OpenApiParameter("outcome", enum=fanout_report.OUTCOMES, required=False),
                     OpenApiParameter("subscription", int, required=False)],
-        responses={200: FanoutDecisionSerializer(many=True)})
+        responses={200: FanoutDecisionSerializer(many=True)}, paginated=True)
     @action(detail=True, methods=["get"], filter_backends=[], serializer_class=FanoutDecisionSerializer)
     def fanout(self, request, pk=None):
         """Why each subscription of the topic did or did not get this message, paginated; `?subscription=` answers

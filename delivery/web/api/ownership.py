@@ -1,9 +1,35 @@
 """Every object belongs to an owner: others get 404 (never 403, which would leak that it exists); staff see all.
-A tenant (docs/tenants.md) sees its own objects of its owner's only, and the topics open to tenants."""
+A tenant (docs/tenants.md) sees its own objects of its owner's only, and the topics open to tenants.
 
+A path names an object by its id or, for topics and tenants, by its name; `path_key` reads that part of the path
+for every route (HeraldAPI.initial), so what no object can be named by answers 404 before any lookup: `"²"` and
+`"①"` pass `str.isdigit()` and break `int()`, `int("٣")` is 3, and PostgreSQL refuses NUL in text."""
+
+import re
+
+from rest_framework.exceptions import NotFound
 from rest_framework.generics import get_object_or_404
 
 from delivery.engine.accounts.tenancy import TenantAccess
+
+# Every name a path may hold: a topic's (letters, digits, `_.-`), a tenant's external id (and `:@`), an id, a UUID.
+NAMEABLE = re.compile(r"[A-Za-z0-9_.:@-]{1,256}")
+MAX_ID_DIGITS = 18  # an id fits PostgreSQL's bigint; more digits can only be a name
+
+
+def path_key(value: str) -> int | str:
+    """What a path's segment names an object by: an int for ASCII digits (an id), else the text (a name or a UUID).
+    Anything no object can be named by, such as Unicode digits or control characters, is NotFound."""
+    if not NAMEABLE.fullmatch(value):
+        raise NotFound("No object has this id or name.")
+    return int(value) if value.isdigit() and len(value) <= MAX_ID_DIGITS else value
+
+
+def refuse_unnameable(kwargs: dict) -> None:
+    """A route's path arguments: NotFound for one that no object can be named by (converted ones, a UUID, pass)."""
+    for value in kwargs.values():
+        if isinstance(value, str):
+            path_key(value)
 
 
 def tenant_of(request) -> TenantAccess | None:

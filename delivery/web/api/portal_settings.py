@@ -21,8 +21,9 @@ class PortalSerializer(StrictInput, serializers.ModelSerializer):
 
 
 class PortalSettingsView(HeraldAPI, APIView):
-    """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where a browser
-    opening an expired link is sent for a fresh one (refresh_url)."""
+    """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where an expired
+    link leads a browser for a fresh one (refresh_url: a link on the expired link's page, or a redirect on a host
+    the operator allows in HERALD_PORTAL_REFRESH_HOSTS)."""
 
     serializer_class = PortalSerializer
 

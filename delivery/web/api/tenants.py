@@ -13,7 +13,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web.api.base import HeraldAPI, extend_schema
-from delivery.web.api.ownership import OwnedQuerysetMixin
+from delivery.web.api.ownership import OwnedQuerysetMixin, path_key
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Tenant, TenantKey
 
@@ -82,9 +82,10 @@ class TenantViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         """The path names a tenant by id, or by external id. An all-digit key that is the external id of another
         of your tenants than the one with that id is ambiguous: a 409, never an action on the wrong tenant."""
         key = self.kwargs[self.lookup_field]
-        if not key.isdigit():
+        named = path_key(key)  # an int for an id; 404 for what no tenant can be named by
+        if not isinstance(named, int):
             self.kwargs[self.lookup_field] = str(get_object_or_404(self.get_queryset(), external_id=key).pk)
-        elif self.get_queryset().filter(external_id=key).exclude(pk=int(key) if len(key) < 19 else 0).exists():
+        elif self.get_queryset().filter(external_id=key).exclude(pk=named).exists():
             raise ApplicationError(f"{key!r} is both a tenant's id and another tenant's external id: name it with "
                                    f"?external_id={key} on the list, or by the id the list gives.",
                                    status_code=409)

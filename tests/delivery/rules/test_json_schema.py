@@ -6,7 +6,7 @@ import referencing
 
 from delivery.rules import json_schema
 from delivery.rules.json_schema import TooCostly, problem
-from delivery.rules.schema_budget import compile_schema, first_error
+from delivery.rules.schema_budget import Allowance, compile_schema, first_error
 
 
 def refused(schema) -> str:
@@ -104,6 +104,20 @@ def test_a_payload_past_its_budget_is_too_costly():
     assert first_error(compiled, list(range(100)), budget=302) is None
     with pytest.raises(TooCostly):
         first_error(compiled, list(range(100)), budget=301)
+
+
+def test_the_payloads_of_one_request_share_one_allowance():
+    compiled = compile_schema({"type": "array", "items": {"type": "integer"}})
+    allowance = Allowance(700)
+    assert first_error(compiled, list(range(100)), allowance=allowance) is None  # 302 units each
+    assert first_error(compiled, list(range(100)), allowance=allowance) is None
+    assert allowance.left == 96
+    with pytest.raises(TooCostly):  # its own budget (20,000) would do; what the request has left does not
+        first_error(compiled, list(range(100)), allowance=allowance)
+    assert allowance.left == 0  # charged what it spent before it stopped
+    assert first_error(compiled, [], allowance=Allowance(20_000), budget=2) is None  # the lower of the two bounds
+    with pytest.raises(TooCostly):
+        first_error(compiled, [1], allowance=Allowance(20_000), budget=2)
 
 
 def test_errors_describing_a_large_value_spend_its_size():

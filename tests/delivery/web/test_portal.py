@@ -97,7 +97,8 @@ def expired_link(tenant, ago=timedelta(minutes=1)) -> str:
     return tenancy.portal_link(tenant, ttl=timedelta(minutes=5), now=timezone.now() - timedelta(minutes=5) - ago)
 
 
-def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop, client, user):
+def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop, client, user, settings):
+    settings.HERALD_PORTAL_REFRESH_HOSTS = ["App.Alice.example"]  # the operator allows this host: a redirect
     acme = Tenant.objects.get(external_id="acme")
     expired = client.get(expired_link(acme))
     assert expired.status_code == 403 and "This link has expired" in expired.content.decode()
@@ -114,6 +115,27 @@ def test_an_expired_link_is_sent_to_the_refresh_url_and_a_forged_one_is_not(shop
     assert client.get(long_ago).status_code == 403  # an old link is no lasting redirect on Herald's host
     Portal.objects.filter(owner=user).update(refresh_url="javascript:alert(1)")  # stored before the rule
     assert client.get(expired_link(acme)).status_code == 403
+
+
+def test_a_refresh_url_on_a_host_the_operator_did_not_allow_is_a_link_to_click_not_a_redirect(shop, client, user,
+                                                                                                settings):
+    """An owner's refresh_url is no open redirect on Herald's origin, which every owner shares: the expired link's
+    page shows where it leads and the tenant clicks (docs/tenants.md, HERALD_PORTAL_REFRESH_HOSTS)."""
+    acme = Tenant.objects.get(external_id="acme")
+    Portal.objects.create(owner=user, name="Alice's Shop", refresh_url="https://evil.example/login?next=%2F")
+    for allowed in ([], ["app.alice.example"], ["evil.example.app.alice.example"]):
+        settings.HERALD_PORTAL_REFRESH_HOSTS = allowed
+        page = client.get(expired_link(acme))
+        body = page.content.decode()
+        assert page.status_code == 403 and "Location" not in page, allowed
+        assert "<strong>evil.example</strong>" in body
+        assert '<a href="https://evil.example/login?next=%2F" rel="noreferrer">' in body
+        assert "<body data-refresh" not in body and "http-equiv" not in body  # nothing goes there by itself
+        portal_headers(page)
+    settings.HERALD_PORTAL_REFRESH_HOSTS = ["evil.example"]  # what an operator allows is a redirect
+    assert client.get(expired_link(acme))["Location"] == "https://evil.example/login?next=%2F"
+    long_ago = client.get(expired_link(acme, ago=timedelta(seconds=herald.PORTAL_LINK_MAX_SECONDS + 60)))
+    assert long_ago.status_code == 403 and "evil.example" not in long_ago.content.decode()  # no lasting link
 
 
 def test_each_page_runs_only_its_own_script(shop, link, client):
