@@ -9,6 +9,9 @@ from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
 from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason, ErrorClass
 
 SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP
+# Answers whose Retry-After is honoured (within the policy's bounds and at most RETRY_AFTER_CAP_SECONDS): Standard
+# Webhooks' sender rules treat 429, 502 and 504 as the receiver asking to be throttled, and name 503's Retry-After.
+THROTTLING_STATUSES = frozenset({429, 502, 503, 504})
 MIN_HERALD_RETRY_SECONDS = 1.0  # the least a try Herald ended waits before the next
 MAX_RETRY_AFTER_CHARS = 64  # an HTTP-date is 29; anything longer is not a Retry-After
 
@@ -19,7 +22,7 @@ class Answer:
 
     status: int | None
     error_class: str = ""
-    retry_after: float | None = None  # seconds, from a 429/503 Retry-After header
+    retry_after: float | None = None  # seconds, from the answer's Retry-After header
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def decide(
     if delay is None:
         return give_up(policy, DeadLetterReason.MAX_ATTEMPTS, AttemptOutcome.RETRYABLE_FAILURE)
     delay = jittered(delay, policy.jitter, rng)
-    if status in (429, 503) and answer.retry_after is not None:
+    if status in THROTTLING_STATUSES and answer.retry_after is not None:
         delay = max(delay, min(answer.retry_after, RETRY_AFTER_CAP_SECONDS))
     at = now + timedelta(seconds=delay)
     if policy.outlived(published_at, at):

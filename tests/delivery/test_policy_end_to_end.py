@@ -59,8 +59,9 @@ def test_throttle_holds_in_every_one_second_window_across_two_workers(api, recei
     assert set(Attempt.objects.values_list("number", flat=True)) == {1}  # a deferral is not an attempt
 
 
-def test_retry_after_is_honoured(api, receiver, processes):
-    receiver.script = [Reply(status=429, headers={"Retry-After": "2"}), Reply(status=200)]
+@pytest.mark.parametrize("status", [429, 502, 504])  # Standard Webhooks' throttling statuses
+def test_retry_after_is_honoured(api, receiver, processes, status):
+    receiver.script = [Reply(status=status, headers={"Retry-After": "2"}), Reply(status=200)]
     topic, _ = subscribe(api, receiver, {"retrySchedule": {"delays": [0.2]}, "retryLimits": {"maxAttempts": 3}})
     processes.worker()
     processes.cron()

@@ -61,13 +61,14 @@ def test_drop_instead_of_dead_letter_when_redrive_is_off():
     assert (decision.action, decision.reason) == (DROP, "max_attempts")
 
 
-@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("status", [429, 502, 503, 504])  # Standard Webhooks' throttling statuses, and 503's
 def test_retry_after_waits_at_least_that_long_capped_at_an_hour(status):
     policy = {"retrySchedule": {"delays": [5], "repeatLast": True}, "retryLimits": {"maxAttempts": 9}}
     assert after(policy, 1, status, retry_after=30).next_attempt_at == T0 + timedelta(seconds=30)
     assert after(policy, 1, status, retry_after=2).next_attempt_at == T0 + timedelta(seconds=5)
     assert after(policy, 1, status, retry_after=99999).next_attempt_at == T0 + timedelta(seconds=3600)
     assert after(policy, 1, 500, retry_after=30).next_attempt_at == T0 + timedelta(seconds=5)
+    assert after(policy, 1, 501, retry_after=30).next_attempt_at == T0 + timedelta(seconds=5)
 
 
 def test_retry_after_header_forms():
