@@ -88,12 +88,17 @@ def test_subscription_page_shows_the_effective_policy_and_where_it_comes_from(ad
                                                                               traffic):
     topic, own = traffic
     page = admin_client.get(f"/admin/herald_subscriptions/subscription/{own['id']}/change/").content.decode()
-    assert "From the subscription&#x27;s own delivery policy." in page
+    # section by section: its own retry schedule and limits, the topic's event-grid jitter and permanent codes
+    assert ("retryLimits, retrySchedule from the subscription&#x27;s own delivery policy; jitter, responsePolicy from "
+            "the delivery policy of topic &#x27;console&#x27;." in page)
 
     inherits = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url + "/2"},
                         format="json").json()
     page = admin_client.get(f"/admin/herald_subscriptions/subscription/{inherits['id']}/change/").content.decode()
-    assert "From the delivery policy of topic &#x27;console&#x27; (the subscription has none of its own)." in page
+    assert ("jitter, responsePolicy, retryLimits, retrySchedule from the delivery policy of topic &#x27;console&#x27;; "
+            "healthyRetryPolicy from Herald&#x27;s default" not in page)  # the topic's preset is a whole retry policy
+    assert ("jitter, responsePolicy, retryLimits, retrySchedule from the delivery policy of topic &#x27;console&#x27;."
+            in page)
     assert "null" not in page.split('id="herald-policy-source"')[1].split("</pre>")[0]
     # The topic's event-grid preset: 30 attempts at most, but its 24-hour time-to-live ends it after 11.
     assert ("ends after attempt 11 (of at most 30): attempt 12 would come after the time-to-live of 86400 s"
@@ -103,7 +108,7 @@ def test_subscription_page_shows_the_effective_policy_and_where_it_comes_from(ad
     plain = api.post("/api/subscriptions/", {"topic": bare["id"], "endpoint": receiver.url + "/3"},
                      format="json").json()
     page = admin_client.get(f"/admin/herald_subscriptions/subscription/{plain['id']}/change/").content.decode()
-    assert "From Herald&#x27;s default, HERALD_DEFAULT_DELIVERY_POLICY" in page
+    assert "jitter, retryLimits, retrySchedule from Herald&#x27;s default, HERALD_DEFAULT_DELIVERY_POLICY" in page
 
 
 def test_subscription_buttons_redrive_pause_and_resend_confirmation(admin_client, api, receiver, traffic,

@@ -248,8 +248,13 @@ def parse(document) -> DeliveryPolicy:
     """Validate a policy document (or a preset name) and return the effective policy, or raise PolicyError."""
     if isinstance(document, str):
         document = {"preset": document}
-    user_doc = document if isinstance(document, dict) else {}
-    doc = resolve(document)
+    return parse_resolved(resolve(document), written=document if isinstance(document, dict) else {})
+
+
+def parse_resolved(doc: dict, *, written: dict) -> DeliveryPolicy:
+    """A full document (its preset's sections already in it, as `resolve` or `policy_levels.merged` make it),
+    validated; `written` holds the sections a user wrote (SNS's 3,600 s cap is theirs, not the presets')."""
+    doc, user_doc = copy.deepcopy(doc), written
     check = _Checker()
     for unknown in sorted(set(doc) - set(TOP_LEVEL_KEYS)):
         check.fail(unknown, "unknown field")

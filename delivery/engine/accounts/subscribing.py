@@ -13,8 +13,7 @@ from delivery.engine.accounts.confirmation import confirmation_request
 from delivery.engine.plumbing import clock, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
-from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
-from delivery.rules import policy as delivery_policy
+from delivery.rules import client_certificates, delivery_headers, policy_levels, signing, subscription_rules
 from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
@@ -23,11 +22,10 @@ from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
 
-def validate_policy(document) -> None:
-    """Raises PolicyError (→ 400 naming every bad field) unless `document` is empty or valid."""
-    if document in (None, {}):
-        return
-    delivery_policy.parse(document)
+def validate_policy(document, *, level: str = policy_levels.SUBSCRIPTION) -> None:
+    """Raises PolicyError (a 400 naming every bad field, as written) unless `document` is empty or a valid policy
+    of its level (a topic's may be in SNS's topic form, `{"http": …}`)."""
+    policy_levels.validated(document, level=level)
 
 
 def check_rules(current: dict, changes: dict) -> None:
@@ -42,7 +40,7 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
                  ) -> tuple[Topic, bool]:
     """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
     asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
-    validate_policy(delivery_policy)
+    validate_policy(delivery_policy, level=policy_levels.TOPIC)
     existing = Topic.objects.filter(owner=owner, name=name).first()
     if existing is None:
         try:
@@ -67,7 +65,7 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
 
 def topic_update(*, topic: Topic, **changes) -> Topic:
     if "delivery_policy" in changes:
-        validate_policy(changes["delivery_policy"])
+        validate_policy(changes["delivery_policy"], level=policy_levels.TOPIC)
         changes["delivery_policy"] = changes["delivery_policy"] or None
     for key, value in changes.items():
         setattr(topic, key, value)

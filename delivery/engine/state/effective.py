@@ -1,4 +1,5 @@
-"""The effective delivery policy of a subscription: its own, else its topic's, else the system default.
+"""The effective delivery policy of a subscription: its own sections over its topic's over the system default's,
+merged as SNS merges a subscription's DeliveryPolicy over its topic's (`rules/policy_levels.py`).
 
 Parsed once per process per version of a stored document: the parse is kept under whose document it is (the
 subscription's or the topic's id) beside the document it was made from; a claim compares the document it loaded
@@ -16,7 +17,7 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from delivery.conf import herald
-from delivery.rules import policy
+from delivery.rules import policy, policy_levels
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ _parsed = _Parsed()
 
 @lru_cache(maxsize=KEPT)
 def _by_text(canonical: str) -> policy.DeliveryPolicy:
-    return policy.parse(json.loads(canonical))
+    levels = json.loads(canonical)
+    return policy_levels.effective(levels["subscription"], levels["topic"], levels["default"])
 
 
 def system_default():
@@ -68,14 +70,22 @@ def system_default():
 
 
 def policy_for(subscription_policy, topic_policy, *, subscription_id=None, topic_id=None) -> policy.DeliveryPolicy:
-    """The first of the subscription's, the topic's and the system's documents that is set, parsed. The ids name
-    whose documents they are (the parse is kept under them); without one, the document itself is the key."""
-    for kind, owner_id, document in (("subscription", subscription_id, subscription_policy),
-                                     ("topic", topic_id, topic_policy), ("default", 0, system_default())):
-        if document:
-            key = (kind, owner_id) if owner_id is not None else ("document", json.dumps(document, sort_keys=True))
-            return _parsed.get(key, document)
-    return _parsed.get(("default", 0), "sns-default")
+    """The subscription's, the topic's and the system's documents merged section by section, parsed. The ids name
+    whose documents they are (the parse is kept under them); without them, the documents themselves are the key."""
+    levels = {"subscription": subscription_policy or None, "topic": topic_policy or None,
+              "default": system_default() or None}
+    if subscription_id is None and topic_id is None:
+        key = ("document", json.dumps(levels, sort_keys=True))
+    else:
+        key = ("levels", subscription_id, topic_id)
+    return _parsed.get(key, levels)
+
+
+def sources(subscription) -> dict[str, str]:
+    """Which level each section of the subscription's effective policy comes from: `subscription`, `topic` or
+    `default` (shown beside the effective policy)."""
+    return policy_levels.merged(subscription.delivery_policy, subscription.topic.delivery_policy,
+                                system_default())[1]
 
 
 def subscription_policy(subscription) -> policy.DeliveryPolicy:

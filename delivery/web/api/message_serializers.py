@@ -119,4 +119,8 @@ class MessageDetailSerializer(MessageSerializer):
 
 
 class PolicyPreviewSerializer(StrictInput, serializers.Serializer):
-    delivery_policy = serializers.JSONField(help_text="A policy document or a preset name.")
+    delivery_policy = serializers.JSONField(
+        help_text="A policy document or a preset name: a subscription's, or a topic's (SNS's topic form "
+                  "{\"http\": {\"defaultHealthyRetryPolicy\": …}} too).")
+    topic_delivery_policy = serializers.JSONField(
+        required=False, help_text="A topic's policy to preview `delivery_policy` over (as its subscription).")

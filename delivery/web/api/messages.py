@@ -15,9 +15,10 @@ from rest_framework.views import APIView
 
 from delivery.engine.accounts import recovery
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state.effective import system_default
 from delivery.models import Delivery, Message
 from delivery.rules import policy as policies
-from delivery.rules import signing
+from delivery.rules import policy_levels, signing
 from delivery.web import fanout_report
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.filters import DeliveryFilter, MessageFilter
@@ -113,13 +114,21 @@ class PolicyPreviewView(HeraldAPI, APIView):
     def post(self, request):
         serializer = PolicyPreviewSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        effective = policies.parse(serializer.validated_data["delivery_policy"])
+        document, topic = serializer.validated_data["delivery_policy"], serializer.validated_data.get(
+            "topic_delivery_policy")
+        if topic is None and policy_levels.is_topic_form(document):  # a topic's, previewed as its subscriptions see it
+            document, topic = None, document
+        policy_levels.validated(topic, level=policy_levels.TOPIC)
+        policy_levels.validated(document, level=policy_levels.SUBSCRIPTION)
+        merged, sources, written = policy_levels.merged(document, topic, system_default())
+        effective = policies.parse_resolved(merged, written=written)
         rows = effective.schedule()
         for row in rows:
             row["delay_min"] = round(row["delay"] * (1 - effective.jitter), 3)
             row["delay_max"] = round(row["delay"] * (1 + effective.jitter), 3)
         return Response({
             "effective_delivery_policy": effective.document,
+            "effective_delivery_policy_sources": sources,
             "max_attempts": effective.max_attempts,
             "max_age_seconds": effective.max_age_seconds,
             "jitter": effective.jitter,

@@ -10,6 +10,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from delivery.engine.state import effective
 from delivery.engine.state.effective import subscription_policy
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing
 from delivery.rules import filter_policy as filters
@@ -125,7 +126,8 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
     checked) are the service's, checked once for every door (subscribing.checked_options, check_rules). The secret
     is never part of it (see SubscriptionCreatedSerializer)."""
 
-    owner_tuning = ("delivery_policy", "effective_delivery_policy", "max_events_per_batch", "preferred_batch_size_kb")
+    owner_tuning = ("delivery_policy", "effective_delivery_policy", "effective_delivery_policy_sources",
+                    "max_events_per_batch", "preferred_batch_size_kb")
 
     topic = TopicField(queryset=Topic.objects.all(), help_text="The topic's id or name.")
     tenant = serializers.SlugRelatedField(slug_field="external_id", read_only=True,
@@ -134,6 +136,9 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
     endpoint_id = serializers.IntegerField(source="endpoint.id", read_only=True)
     endpoint_state = serializers.CharField(source="endpoint.state", read_only=True)
     effective_delivery_policy = serializers.SerializerMethodField()
+    effective_delivery_policy_sources = serializers.SerializerMethodField(
+        help_text="Where each section of the effective policy comes from: subscription, topic or default "
+                  "(SNS's EffectiveDeliveryPolicy, section by section).")
     signature_scheme = serializers.ChoiceField(
         choices=[s.value for s in SignatureScheme], required=False,
         help_text="hmac-sha256 (v1, a shared whsec_ secret; the default) or ed25519 (v1a: Herald keeps the signing "
@@ -181,7 +186,8 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
     class Meta:
         model = Subscription
         fields = ["id", "topic", "tenant", "endpoint", "endpoint_id", "endpoint_state", "delivery_policy",
-                  "effective_delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
+                  "effective_delivery_policy", "effective_delivery_policy_sources", "filter_policy",
+                  "raw_message_delivery", "signature_scheme",
                   "secret", "public_key", "previous_public_key", "signing_keys_url", "client_certificate",
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
                   "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
@@ -201,6 +207,9 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
 
     def get_effective_delivery_policy(self, obj) -> dict:
         return subscription_policy(obj).document
+
+    def get_effective_delivery_policy_sources(self, obj) -> dict[str, str]:
+        return effective.sources(obj)
 
     def get_public_key(self, obj) -> str | None:
         return public_key_of(obj.secret)

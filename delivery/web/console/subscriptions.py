@@ -16,6 +16,7 @@ from delivery.engine.accounts import recovery, removal, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.state import effective
 from delivery.engine.state.effective import policy_for, subscription_policy, system_default
 from delivery.rules import client_certificates, delivery_headers
 from delivery.rules.policy import PolicyError
@@ -136,14 +137,17 @@ class TopicAdmin(ServiceAdmin, ServiceDeletes, admin.ModelAdmin):
 
 
 def policy_source(subscription) -> str:
-    """Where a subscription's effective policy comes from, in words."""
-    if subscription.delivery_policy:
-        return "the subscription's own delivery policy"
-    if subscription.topic.delivery_policy:
-        return f"the delivery policy of topic {subscription.topic.name!r} (the subscription has none of its own)"
-    default = system_default()
-    return (f"Herald's default, HERALD_DEFAULT_DELIVERY_POLICY = {json.dumps(default or 'sns-default')} (neither the "
-            f"subscription nor its topic has a policy)")
+    """Where each section of a subscription's effective policy comes from, in words (SNS's EffectiveDeliveryPolicy:
+    the subscription's sections over its topic's over Herald's default)."""
+    words = {"subscription": "the subscription's own delivery policy",
+             "topic": f"the delivery policy of topic {subscription.topic.name!r}",
+             "default": f"Herald's default, HERALD_DEFAULT_DELIVERY_POLICY = "
+                        f"{json.dumps(system_default() or 'sns-default')}"}
+    by_level: dict[str, list[str]] = {}
+    for section, level in effective.sources(subscription).items():
+        by_level.setdefault(level, []).append(section)
+    return "; ".join(f"{', '.join(sorted(by_level[level]))} from {words[level]}" for level in words
+                     if level in by_level)
 
 
 def _redrive(request, subscription):
@@ -264,7 +268,7 @@ class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, ButtonsMixin, admin.ModelA
             document = json.dumps(subscription_policy(obj).document, indent=2)
         except PolicyError as exc:
             return f"invalid policy: {exc}"
-        return format_html('<p id="herald-policy-source">From {}.</p><pre style="white-space: pre-wrap">{}</pre>',
+        return format_html('<p id="herald-policy-source">{}.</p><pre style="white-space: pre-wrap">{}</pre>',
                            policy_source(obj), document)
 
     @admin.display(description="schedule of the effective policy")

@@ -157,7 +157,8 @@ def test_removing_an_endpoint_takes_a_second_step(shop, link, client):
     assert removed.status_code == 302 and not Subscription.objects.filter(id=sub).exists()
 
 
-OWNER_TUNING = ("delivery_policy", "effective_delivery_policy", "max_events_per_batch", "preferred_batch_size_kb")
+OWNER_TUNING = ("delivery_policy", "effective_delivery_policy", "effective_delivery_policy_sources",
+                "max_events_per_batch", "preferred_batch_size_kb")
 
 
 def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):

@@ -1,10 +1,11 @@
-"""The effective policy is parsed once per process per version of a stored document, and a change reaches the
-next claim however it was made (docs/architecture.md: each piece of work done once, in its place)."""
+"""The effective policy (the subscription's, its topic's and the default's documents merged) is parsed once per
+process per version of the stored documents, and a change reaches the next claim however it was made
+(docs/architecture.md: each piece of work done once, in its place)."""
 
 import pytest
 
 from delivery.engine.state import effective
-from delivery.rules import policy
+from delivery.rules import policy, policy_levels
 from subscriptions.models import Endpoint, Subscription, Topic
 
 
@@ -12,13 +13,13 @@ from subscriptions.models import Endpoint, Subscription, Topic
 def parses(monkeypatch):
     """Counts the parses behind the cache (a unit test of one module: the parser itself is the real one)."""
     calls = []
-    real = policy.parse
+    real = policy_levels.effective
 
-    def counted(document):
-        calls.append(document)
-        return real(document)
+    def counted(*levels):
+        calls.append(levels)
+        return real(*levels)
 
-    monkeypatch.setattr(effective.policy, "parse", counted)
+    monkeypatch.setattr(effective.policy_levels, "effective", counted)
     effective._parsed.clear()
     yield calls
     effective._parsed.clear()
@@ -58,7 +59,7 @@ def test_a_document_that_no_longer_parses_is_not_kept(parses):
 def test_the_kept_parses_are_bounded():
     kept = effective._Parsed(size=3)
     for n in range(10):
-        kept.get(("subscription", n), "sns-default")
+        kept.get(("levels", n, 1), {"subscription": None, "topic": None, "default": "sns-default"})
     assert len(kept._kept) == 3
 
 
