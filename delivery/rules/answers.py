@@ -13,13 +13,13 @@ import math
 MAX_JSON_CHARS = 64 * 1024  # what a reader looks at (bodies are kept to a 4 KiB excerpt before they get here)
 
 
-def json_value(text) -> tuple[object, str]:
+def json_value(text, *, max_chars: int = MAX_JSON_CHARS) -> tuple[object, str]:
     """(the JSON value of `text`, "") or (None, why it is not one). Deep nesting, NUL, lone surrogates, numbers
-    past a float and anything that is not text are problems, not exceptions."""
+    past a float, text longer than `max_chars` and anything that is not text are problems, not exceptions."""
     if not isinstance(text, str | bytes):
         return None, f"not text ({type(text).__name__})"
-    if len(text) > MAX_JSON_CHARS:
-        return None, f"longer than {MAX_JSON_CHARS} characters"
+    if len(text) > max_chars:
+        return None, f"longer than {max_chars} characters"
     try:
         return json.loads(text), ""
     except RecursionError:

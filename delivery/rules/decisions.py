@@ -13,6 +13,7 @@ SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LE
 # Webhooks' sender rules treat 429, 502 and 504 as the receiver asking to be throttled, and name 503's Retry-After.
 THROTTLING_STATUSES = frozenset({429, 502, 503, 504})
 MIN_HERALD_RETRY_SECONDS = 1.0  # the least a try Herald ended waits before the next
+MIN_HERALD_LIFETIME_SECONDS = 60.0  # tries Herald ended go on at least this long (a policy of one attempt has none)
 MAX_RETRY_AFTER_CHARS = 64  # an HTTP-date is 29; anything longer is not a Retry-After
 
 
@@ -99,11 +100,13 @@ def ended_by_herald(policy: DeliveryPolicy, *, attempt_number: int, published_at
                     rng: random.Random) -> Decision:
     """Herald ended the try itself (`cut_short`: its share held the most of a process's stalled sends). Not the
     endpoint's failure and not one of the delivery's attempts: it is tried again after the delay its policy gives
-    the attempt it was (at least a second), and only its time-to-live can end it."""
+    the attempt it was (at least a second). What ends it is its lifetime: the time-to-live, or as long as its whole
+    retry schedule takes when the policy has none (a delivery whose sends Herald keeps ending is not retried
+    forever)."""
     delay = policy.retry_delay(attempt_number)
     if delay is None and attempt_number > 1:
         delay = policy.retry_delay(attempt_number - 1)
     at = now + timedelta(seconds=max(MIN_HERALD_RETRY_SECONDS, jittered(delay or 0.0, policy.jitter, rng)))
-    if policy.outlived(published_at, at):
+    if at > published_at + timedelta(seconds=max(policy.lifetime_seconds, MIN_HERALD_LIFETIME_SECONDS)):
         return give_up(policy, DeadLetterReason.TTL_EXPIRED, AttemptOutcome.RETRYABLE_FAILURE)
     return Decision(action=RETRY, attempt_outcome=AttemptOutcome.RETRYABLE_FAILURE, next_attempt_at=at, counted=False)

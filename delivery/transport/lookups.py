@@ -22,6 +22,7 @@ or not, so a change of HERALD_ALLOWED_NETWORKS applies at once.
 import asyncio
 import concurrent.futures
 import contextvars
+import math
 import time
 from collections import Counter, OrderedDict
 
@@ -43,6 +44,7 @@ class Lookups:
 
     def __init__(self, *, threads: int, timeout: float, cache_seconds: float, resolver=None):
         self.threads, self.timeout, self.cache_seconds = threads, timeout, cache_seconds
+        self.reserve = math.ceil(threads * send_shares.RESERVE_FRACTION)  # threads kept for shares with none running
         self.resolver = resolver or system_resolver  # (host, port) -> [addresses], blocking
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="herald-dns")
         self.busy: Counter = Counter()  # threads working for each share (deadline passed or not)
@@ -73,7 +75,7 @@ class Lookups:
         loop = asyncio.get_running_loop()
         if self.freed is None:
             self.freed = asyncio.Event()
-        while not send_shares.rooms([share], self.busy, self.threads).get(share):
+        while not self._room_for(share):
             self.freed.clear()
             await self.freed.wait()
             if key in self.running:  # someone else started it meanwhile
@@ -83,6 +85,13 @@ class Lookups:
         self.running[key] = future
         future.add_done_callback(lambda done: self._came_back(key, share, done))
         return future
+
+    def _room_for(self, share) -> bool:
+        """Whether `share` may start a lookup now: within its room (`send_shares.rooms`), and, for a share that
+        already has one running, only while the reserve stays free for shares that have none."""
+        if not send_shares.rooms([share], self.busy, self.threads).get(share):
+            return False
+        return not self.busy[share] or self.threads - sum(self.busy.values()) > self.reserve
 
     def _came_back(self, key, share, done: asyncio.Future) -> None:
         """On the loop: a thread is free again; its answer is kept if it is one."""

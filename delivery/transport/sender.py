@@ -47,9 +47,9 @@ from delivery.transport.ssrf import (
     BlockedAddress,
     GuardedResolver,
     Unresolvable,
-    blocked_reason,
     checked,
     literal_address,
+    literal_refusal,
     parse_networks,
 )
 from delivery.transport.stalls import StalledSends
@@ -116,26 +116,18 @@ async def pinned(url: str, lookups: Lookups) -> tuple[str, str]:
 def pre_checked(url: str) -> None:
     """IP literals never reach the resolver: check them here (any spelling)."""
     host = urlsplit(url).hostname or ""
-    reason = _literal_refusal(host, allowed_networks())
+    reason = literal_refusal(host, allowed_networks())
     if reason:
         raise BlockedAddress(f"{host}: {reason}")
-
-
-@functools.lru_cache(maxsize=4096)
-def _literal_refusal(host: str, allowed: tuple) -> str | None:
-    """Why a URL host that is an IP literal may not be sent to (None if it may, or is a name): the same answer for
-    the same host and allowed networks, so it is worked out once, not for every request to it."""
-    address = literal_address(host)
-    return blocked_reason(address, allowed) if address is not None else None
 
 
 class _Slot:
     """A send's hold on one of the process's slots, given back once: when it is answered or when it stalls."""
 
-    __slots__ = ("share", "held", "semaphore", "stalled", "cut")
+    __slots__ = ("share", "held", "semaphore", "cut")
 
     def __init__(self, share):
-        self.share, self.held, self.semaphore, self.stalled, self.cut = share, True, False, False, None
+        self.share, self.held, self.semaphore, self.cut = share, True, False, None
 
 
 class Transport:
@@ -244,14 +236,11 @@ class Transport:
         else the oldest of the share that does, so that a fresh delivery still finds a slot whatever stops
         answering and no share loses a send to another's silence. (Its endpoint's room still counts a stalled
         send: the claim's in-flight count is of every send not yet ended.)"""
-        cut = self.stalled_sends.add(slot)
-        if cut is not None:
-            cut.stalled = False  # (no longer counted among the stalled: it ends on the loop's next turn)
-            if cut.cut is not None:
-                cut.cut.reschedule(self.loop.time())
+        cut = self.stalled_sends.add(slot)  # (a send it ends is no longer counted: it ends on the loop's next turn)
+        if cut is not None and cut.cut is not None:
+            cut.cut.reschedule(self.loop.time())
         if cut is slot:
             return
-        slot.stalled = True
         with self._lock:
             self.stalls += 1
         self._give_back(slot)

@@ -57,6 +57,14 @@ def literal_address(host: str) -> Address | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def literal_refusal(host: str, allowed: tuple) -> str | None:
+    """Why a URL host that is an IP literal may not be sent to (None if it may, or is a name): the same answer for
+    the same host and allowed networks, so it is worked out once, not for every request to it."""
+    address = literal_address(host)
+    return blocked_reason(address, allowed) if address is not None else None
+
+
 def blocked_reason(address: Address, allowed: tuple = ()) -> str | None:
     """Why `address` may not receive webhooks, or None if it may."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:

@@ -13,17 +13,7 @@ import threading
 import pytest
 
 from delivery.models import Delivery
-from delivery.transport.descriptors import RESERVED, budget
 from tests.conftest import ROOT, client_for, publish, subprocess_env, wait_until
-
-
-def test_the_budget_keeps_the_settings_where_descriptors_allow_and_shrinks_them_where_not():
-    assert (budget(1 << 20, max_in_flight=512, stalled_per_slot=4).in_flight,
-            budget(1 << 20, max_in_flight=512, stalled_per_slot=4).stalled) == (512, 2048)
-    small = budget(1024, max_in_flight=512, stalled_per_slot=4)
-    assert (small.in_flight, small.stalled) == (153, 615)
-    assert small.in_flight + small.stalled == 1024 - RESERVED
-    assert budget(100, max_in_flight=512, stalled_per_slot=4).in_flight == 8  # never nothing
 
 
 class SilentServer:
@@ -60,9 +50,9 @@ def silent():
     server.close()
 
 
-def limited_to(files: int):
+def limited_to(files: int, hard: int | None = None):
     def apply():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (files, hard or files))
     return apply
 
 
@@ -96,7 +86,7 @@ def test_a_worker_under_a_small_limit_sends_a_quiet_tenant_s_first_tries_beside_
         wait_until(lambda: Delivery.objects.filter(subscription_id=created.json()["id"], status="succeeded").count()
                    == 40, timeout=30)
         output = open(log.name).read()
-        assert "send budget 512 descriptors: 51 sends in flight, 205 stalled" in output, output[-2000:]
+        assert "send budget 512 descriptors: 25 sends in flight, 103 stalled" in output, output[-2000:]
         assert "Too many open files" not in output
     finally:
         worker.terminate()
@@ -104,3 +94,17 @@ def test_a_worker_under_a_small_limit_sends_a_quiet_tenant_s_first_tries_beside_
             worker.wait(30)
         except subprocess.TimeoutExpired:
             worker.kill()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_started_under_a_soft_limit_of_1024_raises_it_to_the_hard_one(redis_conn):
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log")
+    worker = subprocess.Popen([sys.executable, "manage.py", "rqworker", "deliveries", "retries"], cwd=ROOT,
+                              env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT,
+                              preexec_fn=limited_to(1024, hard=8192))
+    try:
+        wait_until(lambda: "send budget" in open(log.name).read(), timeout=60)
+        assert "send budget 8192 descriptors: 512 sends in flight, 2048 stalled" in open(log.name).read()
+    finally:
+        worker.terminate()
+        worker.wait(30)

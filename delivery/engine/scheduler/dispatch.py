@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 
@@ -70,6 +70,8 @@ def release_expired_leases(now=None) -> int:
     now = now or clock.now()
     try:
         recovered = record_journaled_answers(now)
+    except DatabaseError:
+        raise  # the database is failing: the next tick records the answers, then releases the leases
     except Exception:  # whatever an answer holds, it never keeps everyone's expired leases from being released
         log.exception("reconcile: the journaled answers could not be recorded; their leases are released as lost")
         recovered = 0
@@ -115,16 +117,21 @@ def record_journaled_answers(now) -> int:
 
 
 def record_each_alone_if_need_be(tries: list[Tried]) -> None:
-    """Record the journaled tries together, or one by one if that fails: a try that cannot be recorded is dropped
-    from the journal (logged), so that it is counted as lost with its lease instead of being replayed ahead of
-    everyone's leases on every tick."""
+    """Record the journaled tries together, or one by one if that fails: a try whose answer cannot be recorded is
+    dropped from the journal (logged), so that it is counted as lost with its lease instead of being replayed ahead
+    of everyone's leases on every tick. A DatabaseError is the database failing (recording already stores a row
+    it cannot take without the receiver's answer): it goes up, the entries kept for the next tick."""
     try:
         recording.record([t.delivery for t in tries], tries, {}, set())
+    except DatabaseError:
+        raise
     except Exception:
         log.exception("reconcile: %d journaled answers could not be recorded together; one by one", len(tries))
         for tried in tries:
             try:
                 recording.record([tried.delivery], [tried], {}, set())
+            except DatabaseError:
+                raise
             except Exception:
                 log.exception("reconcile: delivery %s: its journaled answer could not be recorded; dropped, its "
                               "try counts as lost", tried.delivery.id)

@@ -33,6 +33,8 @@ BLOCK = 1024  # delivery ids per hash
 OLD_KEY = "herald:answered:{}"  # an entry as workers before the blocks wrote it: read (a rolling upgrade), not written
 KEEP_SECONDS = 3 * 3600  # a backstop: entries are deleted as soon as their attempt is recorded
 FORGET = "forget"
+# An entry's JSON: headers up to 8 KiB and a 4 KiB body, each character escaped to at most 6 (json.dumps's ASCII)
+MAX_ENTRY_CHARS = 256 * 1024
 
 
 def _key(delivery_id: int) -> str:
@@ -251,5 +253,5 @@ def _read(connection, delivery_ids) -> dict[int, dict | None]:
 def _parsed(value) -> dict | None:
     if value is None:
         return None
-    entry, _ = answers.json_value(value)
+    entry, _ = answers.json_value(value, max_chars=MAX_ENTRY_CHARS)
     return entry if isinstance(entry, dict) else None

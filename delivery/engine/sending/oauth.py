@@ -27,6 +27,7 @@ from delivery.transport import sender
 
 log = logging.getLogger(__name__)
 DEFAULT_LIFETIME = 3600  # seconds a token lives when its endpoint does not say (or says nonsense)
+MAX_LIFETIME = 86400  # a token is kept a day at most, whatever its endpoint says
 REFRESH_MARGIN_SECONDS = 60  # a token is refreshed this long before it expires
 LOCK_SECONDS = 15
 WAIT_SECONDS = 10
@@ -131,7 +132,7 @@ def parse(result) -> tuple[str, float]:
     lifetime, problem = answers.finite_number(answer.get("expires_in", DEFAULT_LIFETIME), DEFAULT_LIFETIME)
     if problem:
         log.warning("the token endpoint's expires_in is %s; the token is kept %d s", problem, DEFAULT_LIFETIME)
-    return token, max(0.0, lifetime)
+    return token, min(max(0.0, lifetime), MAX_LIFETIME)
 
 
 # Redis, from the event loop: each call runs on the loop's executor (a Redis that is away must not stall the loop).

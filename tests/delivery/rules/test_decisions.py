@@ -85,3 +85,31 @@ def test_jitter_stays_within_its_bounds(jitter, delay, seed):
     decision = after(policy, 1, rng=random.Random(seed))
     waited = (decision.next_attempt_at - T0).total_seconds()
     assert delay * (1 - jitter) - 1e-6 <= waited <= delay * (1 + jitter) + 1e-6
+
+
+def herald_ended(policy, attempt, now, published=T0):
+    return decide(parse(policy), attempt_number=attempt, published_at=published, now=now, rng=RNG,
+                  answer=Answer(status=None, error_class="cut_short"))
+
+
+def test_a_try_herald_ended_waits_its_policys_delay_and_is_not_counted():
+    decision = herald_ended({"retrySchedule": {"delays": [5, 7]}}, 2, T0)
+    assert (decision.action, decision.counted, decision.next_attempt_at) == (RETRY, False, T0 + timedelta(seconds=7))
+    # the last attempt of its schedule: the delay before it, and still not counted
+    last = herald_ended({"retrySchedule": {"delays": [5, 7]}}, 3, T0)
+    assert (last.action, last.counted, last.next_attempt_at) == (RETRY, False, T0 + timedelta(seconds=7))
+
+
+def test_a_try_herald_ended_under_one_attempt_waits_a_second():
+    decision = herald_ended({"retryLimits": {"maxAttempts": 1}}, 1, T0)
+    assert (decision.action, decision.next_attempt_at) == (RETRY, T0 + timedelta(seconds=1))
+
+
+def test_tries_herald_keeps_ending_stop_at_the_deliverys_lifetime_even_without_a_time_to_live():
+    sns_default = "sns-default"  # 3 retries 20 s apart: a lifetime of 60 s, no time-to-live
+    assert herald_ended(sns_default, 1, T0 + timedelta(seconds=30)).action == RETRY
+    late = herald_ended(sns_default, 1, T0 + timedelta(seconds=50))
+    assert (late.action, late.reason) == (DEAD_LETTER, "ttl_expired")
+    with_ttl = herald_ended({"retrySchedule": {"delays": [5]}, "retryLimits": {"maxAgeSeconds": 600}}, 1,
+                            T0 + timedelta(seconds=596))
+    assert (with_ttl.action, with_ttl.reason) == (DEAD_LETTER, "ttl_expired")

@@ -104,3 +104,14 @@ def test_a_name_that_does_not_resolve_is_asked_again_next_time(names):
         assert lookups.cache == {}
     finally:
         transport.close()
+
+
+def test_a_share_with_a_lookup_running_leaves_the_reserve_to_shares_with_none():
+    lookups = Lookups(threads=8, timeout=5, cache_seconds=30)
+    try:
+        lookups.busy.update({(1, 0): 6, (1, 7): 1})  # two slow shares hold 7 of the 8 threads
+        assert not lookups._room_for((1, 7))  # the last thread is the reserve
+        assert not lookups._room_for((1, 0))
+        assert lookups._room_for((2, 0))  # a share with nothing running takes it
+    finally:
+        lookups.close()

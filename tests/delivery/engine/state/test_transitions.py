@@ -62,3 +62,11 @@ def test_fresh_budget_and_finish_by_hand():
     assert transitions.finished("dead_lettered", "manual", now=NOW) == {
         "status": "dead_lettered", "dead_letter_reason": "manual", "next_attempt_at": None, "finished_at": NOW,
         "lease_until": None}
+
+
+def test_a_try_herald_ended_is_recorded_and_spends_no_attempt_of_the_budget():
+    at = NOW + timedelta(seconds=20)
+    changes = transitions.attempted(delivery(attempt_count=2, budget_attempts=1),
+                                    Decision(RETRY, "retryable_failure", next_attempt_at=at, counted=False), now=NOW)
+    assert changes == {"status": "pending", "next_attempt_at": at, "lease_until": None, "attempt_count": 3,
+                       "budget_attempts": 2, "last_attempt_at": NOW}
