@@ -4,6 +4,7 @@ runs and how, and the blocks that run are run here, as pasted, against the suite
     <!-- docs-test: run -->                                    Python: executed in a fresh namespace
     <!-- docs-test: run with NAME, NAME (why) -->              ... where NAME is yours (the test provides a stand-in)
     <!-- docs-test: run as a delivery policy -->              JSON: a policy Herald accepts
+    <!-- docs-test: run as a topic delivery policy -->        JSON: a topic's policy Herald accepts (SNS's form too)
     <!-- docs-test: run as a verifier (verify) -->             Python: its function checks a real signed request
     <!-- docs-test: run as a pytest test (test_x) with ... --> Python: its test function is called with its fixtures
     <!-- docs-test: run by tests/test_x.py (how) -->           run by that test module (which must exist)
@@ -41,7 +42,7 @@ from drf_spectacular.settings import patched_settings
 from delivery import signals
 from delivery.engine.accounts import confirmation
 from delivery.events import publish
-from delivery.rules import filter_policy, policy, signing
+from delivery.rules import filter_policy, policy, policy_levels, signing
 from delivery.testing import capture_events
 from delivery.web.api.docs import SCHEMA
 from subscriptions.models import Endpoint, Subscription, Topic
@@ -169,6 +170,8 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
         document = json.loads(block.text)
         if block.kind == "delivery policy":
             policy.parse(document)  # raises naming every bad field
+        if block.kind == "topic delivery policy":  # SNS's topic form too
+            assert policy_levels.validated(document, level=policy_levels.TOPIC) is not None
         if block.kind == "filter policy":  # "run as a filter policy (scope)": refused with the part named
             filter_policy.validate(document, re.search(r"\((\w+)\)", block.marker).group(1))
         return
