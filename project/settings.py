@@ -64,6 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "delivery.web.server_spans.ServerSpanMiddleware",  # a SERVER span per request, tracing on (docs/operators.md)
     "delivery.web.api.oversized.OversizedBodyMiddleware",  # a JSON 413 the client can read (docs/security.md)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

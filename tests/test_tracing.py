@@ -97,9 +97,14 @@ def test_a_retried_delivery_is_one_trace_from_the_callers_request_to_the_endpoin
         web.terminate()
         web.wait(20)
 
+    (served,) = collector.named("POST /api/topics/{pk}/publish/", caller_trace)
     (published,) = collector.named("herald publish", caller_trace)
     (fanned,) = collector.named("herald fan-out", caller_trace)
-    assert (published.service, published.kind, published.parent_id) == ("herald-web", "producer", caller_span)
+    assert (served.service, served.kind, served.parent_id) == ("herald-web", "server", caller_span)
+    assert (served.attributes["http.request.method"], served.attributes["http.route"],
+            served.attributes["http.response.status_code"]) == ("POST", "/api/topics/{pk}/publish/", 202)
+    assert served.attributes["server.address"] == f"127.0.0.1:{port}"
+    assert (published.service, published.kind, published.parent_id) == ("herald-web", "producer", served.span_id)
     assert published.attributes["messaging.destination.name"] == "traced"
     assert published.attributes["herald.owner"] == user.id
     assert (fanned.service, fanned.parent_id, fanned.attributes["herald.deliveries"]) == ("herald-web",
@@ -180,8 +185,22 @@ def test_a_traceparent_sent_with_a_rest_publish_is_the_publishs_parent(api, rece
         assert api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json",
                         HTTP_TRACEPARENT=header).status_code == 202
     joined, alone, too_long = sorted(named(spans, "herald publish"), key=lambda span: span.start_time)
-    assert f"{joined.parent.span_id:016x}" == caller.split("-")[2]
-    assert alone.parent is None and too_long.parent is None
+    requests_ = sorted(named(spans, "POST /api/topics/{pk}/publish/"), key=lambda span: span.start_time)
+    assert [span.kind.name for span in requests_] == ["SERVER"] * 3
+    assert [publish_.parent.span_id for publish_ in (joined, alone, too_long)] == [
+        span.context.span_id for span in requests_]  # each publish under its request's SERVER span
+    assert f"{requests_[0].parent.span_id:016x}" == caller.split("-")[2]
+    assert requests_[1].parent is None and requests_[2].parent is None
+
+
+def test_every_request_of_the_web_process_has_its_server_span(api, spans):
+    assert api.get("/api/topics/").status_code == 200
+    assert api.get("/api/topics/99999/").status_code == 404
+    listed, missing = sorted(named(spans, "GET /api/topics/") + named(spans, "GET /api/topics/{pk}/"),
+                             key=lambda span: span.start_time)
+    assert listed.attributes["http.route"] == "/api/topics/" and listed.attributes["http.response.status_code"] == 200
+    assert missing.attributes["http.response.status_code"] == 404 and missing.status.is_ok
+    assert listed.attributes["url.scheme"] == "http" and listed.attributes["server.address"] == "testserver"
 
 
 def test_tracing_off_makes_no_span_stores_no_context_and_sends_no_header(api, receiver, run_worker):

@@ -13,10 +13,12 @@ first line and no span, context or header is made; the SDK and its exporter are 
 Tracing never fails what it traces: every function here catches its own errors (a bug, a host's span processor
 that raises), logs them (once a minute at most) and behaves as if tracing were off for that call.
 
-The spans (docs/operators.md, "Tracing"): `herald publish` (producer; the caller's span, or the request's
-`traceparent`, is its parent), `herald fan-out` under it, and `herald attempt` (client) per try of each delivery
-(delivery/engine/sending/spans.py), whose parent is the publish's span however much later and wherever the try
-happens: the message stores the publish's `traceparent` (`Message.trace_parent`).
+The spans (docs/operators.md, "Tracing"): one SERVER span per HTTP request of the web process (`POST
+/api/topics/{pk}/publish/`, by HTTP's semantic conventions; the request's `traceparent` is its parent), `herald
+publish` (producer; the caller's span, or the request's, is its parent), `herald fan-out` under it, and `herald
+attempt` (client) per try of each delivery (delivery/engine/sending/spans.py), whose parent is the publish's span
+however much later and wherever the try happens: the message stores the publish's `traceparent`
+(`Message.trace_parent`).
 """
 
 import functools
@@ -238,6 +240,32 @@ class _Attached:
     def __exit__(self, *exc):
         otel_context.detach(self.token)
         return False
+
+
+def serving(method: str, attributes: dict, received: str | None):
+    """A SERVER span around one HTTP request of the web process (`delivery/web/server_spans.py`), current while it
+    lasts, continuing the caller's `traceparent`; nothing when tracing is off or a span is current already (a host
+    project's own Django or WSGI instrumentation made one for the request)."""
+    tracer = _state["tracer"]
+    if tracer is None or trace.get_current_span().get_span_context().is_valid:
+        return nullcontext()
+    return _Contained(lambda: tracer.start_as_current_span(
+        method, context=_context(received), kind=trace.SpanKind.SERVER, record_exception=False,
+        attributes=_kept({"http.request.method": method, **attributes})), "serving")
+
+
+@failure_safe()
+def served(span, route: str | None, status: int) -> None:
+    """What the request came to: its route (the span is named `METHOD route`, HTTP's semantic conventions) and
+    status; a 5xx is an error."""
+    if span is None or not span.is_recording():
+        return
+    if route:
+        span.update_name(f"{span.attributes.get('http.request.method', '')} {route}".strip())
+    span.set_attributes(_kept({"http.route": route, "http.response.status_code": status}))
+    if status >= 500:
+        span.set_attributes({"error.type": str(status)})
+        span.set_status(trace.Status(trace.StatusCode.ERROR))
 
 
 def joined(received: str | None):
