@@ -28,6 +28,10 @@ class Message(models.Model):
                                          "receive it.")
     broadcast = models.BooleanField(default=False, db_default=False,
                                     help_text="Published for every tenant of the owner.")
+    # Whom it was published for, as the publisher named it, kept whether or not the owner had that tenant then (or
+    # still has it): a customer's messages from before it registered are found by its external id (docs/tenants.md).
+    tenant_external_id = models.CharField(max_length=256, blank=True, default="", db_default="", help_text=(
+        "The tenant's external id it was published for, even when no tenant of the owner had it."))
     event_type = models.CharField(max_length=256, default="herald.message")
     subject = models.CharField(max_length=1024, blank=True, default="")
     payload = models.JSONField(null=True, blank=True)
@@ -56,6 +60,9 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["topic", "-published_at"], name="message_topic_published"),
             models.Index(fields=["published_at"], condition=Q(fanout_pending=True), name="message_fanout_pending"),
+            # A tenant's messages from before it registered (replays, search): few rows, kept by this partial index.
+            models.Index(fields=["topic", "tenant_external_id", "published_at"],
+                         condition=Q(tenant__isnull=True) & ~Q(tenant_external_id=""), name="message_unregistered"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -131,7 +131,10 @@ def audience_words(message: Message) -> str:
         return "every tenant"
     if message.tenant_id is not None:
         return f"tenant {message.tenant.external_id!r}"
-    return "the owner's own subscriptions only (no tenant, or one deleted since)"
+    if message.tenant_external_id:
+        return (f"tenant {message.tenant_external_id!r}, not registered when it was published or deleted since (the "
+                f"owner's own subscriptions only; a replay reaches the tenant once it is registered)")
+    return "the owner's own subscriptions only"
 
 
 def _reason(outcome: str, subscription: Subscription, message: Message, key: str | None) -> str:

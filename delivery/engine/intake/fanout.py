@@ -119,10 +119,12 @@ class Audience(NamedTuple):
 
 
 def messages_for(subscription: Subscription) -> Q:
-    """The messages of its topic a subscription receives, as a filter on Message (the replay's window)."""
+    """The messages of its topic a subscription receives, as a filter on Message (the replay's window): a tenant's
+    subscription, those published for the tenant (also before it registered: by its external id), and broadcasts."""
     if subscription.tenant_id is None:
         return Q()
-    return Q(tenant_id=subscription.tenant_id) | Q(broadcast=True)
+    before = Q(tenant__isnull=True, tenant_external_id=subscription.tenant.external_id) & ~Q(tenant_external_id="")
+    return Q(tenant_id=subscription.tenant_id) | Q(broadcast=True) | before
 
 
 def topic_subscriptions(topic_id: int, audience: Audience = Audience()) -> list[Candidate]:

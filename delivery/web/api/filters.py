@@ -3,6 +3,7 @@
 from datetime import UTC
 
 from django import forms
+from django.db.models import Q
 from django_filters.rest_framework import CharFilter, DateTimeFilter, FilterSet, ModelChoiceFilter, NumberFilter
 
 from delivery.models import Delivery, Message
@@ -34,13 +35,17 @@ def tenant_filter(path: str = "tenant") -> CharFilter:
 
 class MessageFilter(FilterSet):
     topic = ModelChoiceFilter(queryset=owned_choices(Topic))
-    tenant = tenant_filter()
+    tenant = CharFilter(method="for_tenant", help_text="A tenant's external id: the messages published for it, also "
+                                                        "before it was registered.")
     published_after = UTCDateTimeFilter(field_name="published_at", lookup_expr="gte")
     published_before = UTCDateTimeFilter(field_name="published_at", lookup_expr="lt")
 
     class Meta:
         model = Message
         fields = ["topic", "event_type", "published_after", "published_before", "tenant"]
+
+    def for_tenant(self, queryset, name, value):
+        return queryset.filter(Q(tenant__external_id=value) | Q(tenant_external_id=value))
 
 
 class DeliveryFilter(FilterSet):

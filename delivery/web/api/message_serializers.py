@@ -46,16 +46,30 @@ class DeliveryDetailSerializer(DeliverySerializer):
 
 class MessageSerializer(serializers.ModelSerializer):
     topic_name = serializers.CharField(source="topic.name", read_only=True)
-    tenant = serializers.SlugRelatedField(
-        slug_field="external_id", read_only=True,
-        help_text="The tenant it was published for (its subscriptions and the owner's own); empty: the owner's own "
+    tenant = serializers.SerializerMethodField(
+        help_text="The tenant (external id) it was published for: its subscriptions and the owner's own receive it, "
+                  "or only the owner's own while `tenant_registered` is false. Empty: the owner's own "
                   "subscriptions only, or every tenant's with `broadcast`.")
+    tenant_registered = serializers.SerializerMethodField(
+        help_text="Whether the owner had the tenant when it was published (false: kept for it, delivered to the "
+                  "owner's own subscriptions only; a replay reaches it once it registers).")
 
     class Meta:
         model = Message
         fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
-                  "published_at", "idempotency_key", "ordering_key", "tenant", "broadcast", "schema_mismatch"]
+                  "published_at", "idempotency_key", "ordering_key", "tenant", "tenant_registered", "broadcast",
+                  "schema_mismatch"]
         read_only_fields = fields
+
+    def get_tenant(self, message) -> str | None:
+        if message.tenant_id is not None:
+            return message.tenant.external_id
+        return message.tenant_external_id or None
+
+    def get_tenant_registered(self, message) -> bool | None:
+        if message.tenant_id is None and not message.tenant_external_id:
+            return None
+        return message.tenant_id is not None
 
 
 class LastErrorSerializer(serializers.Serializer):

@@ -62,9 +62,10 @@ class MessageAdmin(ButtonsMixin, ReadOnlyAdmin):
 
     list_display = ["id", "topic", "event_type", "subject", "published_at"]
     list_filter = ["event_type", "published_at"]
-    search_fields = ["=id", "subject", "topic__name", "idempotency_key"]
+    search_fields = ["=id", "subject", "topic__name", "idempotency_key", "=tenant_external_id"]
     list_select_related = ["topic"]
-    fields = ["id", "topic", "event_type", "subject", "published_at", "idempotency_key", "tenant", "broadcast",
+    fields = ["id", "topic", "event_type", "subject", "published_at", "idempotency_key", "tenant",
+              "tenant_external_id", "broadcast",
               "schema_mismatch", "attributes_view", "payload_view", "fanout_view"]
     readonly_fields = fields
 

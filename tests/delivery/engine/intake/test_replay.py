@@ -1,10 +1,13 @@
 """Archive and replay: messages kept for their topic's retention are delivered to a subscription again on request
 (API and admin), marked as replays, through its filters, its throttle and its ordering."""
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
@@ -161,3 +164,37 @@ def test_messages_are_kept_for_their_topics_retention(api, receiver, redis_conn,
     Delivery.objects.update(finished_at=timezone.now() - timedelta(days=10))
     assert retention.purge()["messages"] == 1
     assert list(Message.objects.values_list("id", flat=True)) == [Message.objects.get(id=old_default).id]
+
+
+def test_a_message_for_a_customer_not_yet_registered_names_it_and_a_replay_after_registration_reaches_it(
+        api, receiver, other_receiver, redis_conn):
+    orders = api.post("/api/topics/", {"name": "orders", "open_to_tenants": True}, format="json").json()
+    own = api.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": receiver.url}, format="json").json()
+    early = publish(api, orders, 1, tenant="initech", unknown_tenant="record")
+    publish(api, orders, 2, tenant="umbrella", unknown_tenant="record")  # another customer's: never initech's
+    settle()
+    shown = api.get(f"/api/messages/{early}/").json()
+    assert (shown["tenant"], shown["tenant_registered"]) == ("initech", False)
+    assert [m["id"] for m in api.get("/api/messages/?tenant=initech").json()["results"]] == [early]
+    out = io.StringIO()
+    call_command("herald_why", early, stdout=out)
+    assert "published 20" in out.getvalue() and "for tenant 'initech', not registered" in out.getvalue()
+    assert len(receiver.requests) == 2  # the owner's own subscription had both
+
+    tenant = api.post("/api/tenants/", {"external_id": "initech", "name": "Initech"}, format="json").json()
+    key = api.post(f"/api/tenants/{tenant['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
+    initech = APIClient()
+    initech.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    theirs = initech.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": other_receiver.url},
+                          format="json").json()
+    later = publish(api, orders, 3, tenant="initech")
+    settle()
+    assert [request.json()["data"] for request in other_receiver.requests] == [{"n": 3}]
+
+    replayed = initech.post(f"/api/subscriptions/{theirs['id']}/replay/", {"since": "2000-01-01T00:00:00Z"},
+                            format="json")
+    assert replayed.status_code == 202, replayed.content
+    settle()
+    assert sorted(request.json()["data"]["n"] for request in other_receiver.requests) == [1, 3, 3]
+    assert api.get(f"/api/messages/{later}/").json()["tenant_registered"] is True
+    assert own["id"] != theirs["id"]
