@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-VERSION = "0.1.0"
+from delivery import VERSION  # noqa: F401 (its old home: `from delivery.conf import VERSION`)
 
 DEFAULTS: dict[str, object] = {
     # Delivery policy for subscriptions and topics without their own: a preset name or a policy's JSON.
@@ -87,6 +87,9 @@ DEFAULTS: dict[str, object] = {
     "RECONCILE_AFTER_SECONDS": 60,
     "RECONCILE_INTERVAL_SECONDS": 5.0,
     "JOB_TIMEOUT_SECONDS": 900,
+    # Where workers and the scheduler touch their heartbeat files (`manage.py herald_alive`); empty: the system's
+    # temporary directory.
+    "HEARTBEAT_DIR": "",
     # Where your site is reached from outside (scheme, host, port; a path of Herald's mount may follow): the base
     # of the links Herald hands out, the confirmation links in handshakes and the tenants' portal links.
     "PUBLIC_URL": "http://127.0.0.1:8000",

@@ -9,7 +9,8 @@ clash with a host project's own.
 from django.urls import include, path
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from delivery.web import portal
+from delivery import VERSION
+from delivery.web import portal, probes
 from delivery.web.api.base import HeraldAPI
 from delivery.web.api.docs import RedocView, SchemaView, SwaggerView, redoc_bundle_view
 from delivery.web.api.endpoints import EndpointViewSet
@@ -27,6 +28,11 @@ app_name = "herald"
 
 class RootView(HeraldAPI, APIRootView):
     schema = None  # not an operation of the API
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        response.data = {"version": VERSION, **response.data}  # which Herald answers (CHANGELOG.md)
+        return response
 
 
 class HeraldRouter(DefaultRouter):
@@ -78,4 +84,6 @@ urlpatterns = [
         path("<path:rest>", portal.not_found, name="portal-not-found"),  # a 404 with the portal's headers
     ])),
     path("metrics", metrics, name="metrics"),
+    path("healthz", probes.healthz, name="healthz"),
+    path("readyz", probes.readyz, name="readyz"),
 ]

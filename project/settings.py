@@ -64,6 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "delivery.web.probes.ProbeMiddleware",  # /healthz and /readyz, whatever the Host header (docs/deployment.md)
     "delivery.web.server_spans.ServerSpanMiddleware",  # a SERVER span per request, tracing on (docs/operators.md)
     "delivery.web.api.oversized.OversizedBodyMiddleware",  # a JSON 413 the client can read (docs/security.md)
     "django.middleware.security.SecurityMiddleware",

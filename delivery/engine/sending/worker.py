@@ -16,6 +16,7 @@ It stops only when asked to (SIGTERM/SIGINT), in burst mode when the queues are 
 
 import logging
 import signal
+import time
 from functools import cached_property
 from uuid import uuid4
 
@@ -25,7 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.exceptions import StopRequested
 from rq.worker import SimpleWorker
 
-from delivery import heap
+from delivery import heap, heartbeat
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, counters
 from delivery.engine.sending import pump
@@ -50,6 +51,7 @@ class HeraldWorker(SimpleWorker):
     _finished = False  # a normal end of the loop: queues empty in burst mode, idle too long, or max_jobs done
     _jobs_done = 0
     _max_jobs: int | None = None
+    _beat: heartbeat.WorkerBeat | None = None
 
     def _set_ip_address(self, connection):
         """Called while the worker is built: the first moment it needs Redis. Wait for it (and PostgreSQL, which its
@@ -57,7 +59,8 @@ class HeraldWorker(SimpleWorker):
         asked = lambda *_: setattr(self, "_stop_asked", True)  # noqa: E731 (RQ installs its own handlers later)
         previous = {sig: signal.signal(sig, asked) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            while availability.wait(self.dependencies(), stopping=self.stop_asked):
+            beating = lambda: heartbeat.beat(heartbeat.WORKER)  # noqa: E731 (alive while it waits: herald_alive)
+            while availability.wait(self.dependencies(), stopping=self.stop_asked, while_waiting=beating):
                 try:
                     return super()._set_ip_address(connection)
                 except (RedisConnectionError, RedisTimeoutError):
@@ -110,6 +113,8 @@ class HeraldWorker(SimpleWorker):
 
     def execute_job(self, job, queue):
         close_old_connections()
+        if self._beat is not None:
+            self._beat.job_since = time.monotonic()
         # A job needs PostgreSQL: wait for it here (heartbeat kept) rather than fail the job and spin on the next.
         if not availability.wait([availability.DATABASE], stopping=self.stop_asked, while_waiting=self.heartbeat_once):
             raise StopRequested()
@@ -117,6 +122,8 @@ class HeraldWorker(SimpleWorker):
             super().execute_job(job, queue)
         finally:
             close_old_connections()
+            if self._beat is not None:
+                self._beat.job_since = None
             self._jobs_done += 1
             if self._max_jobs is not None and self._jobs_done >= self._max_jobs:
                 self._finished = True
@@ -132,12 +139,14 @@ class HeraldWorker(SimpleWorker):
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
         log.info("worker %s: send budget %s", self.name, sender.process_budget())
+        self._beat = heartbeat.WorkerBeat().start()  # `manage.py herald_alive --worker`
         counters.buffer()  # the operators' counters: a tally added once a second, not a pipeline per batch
         heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
         try:
             return self._work_until_asked(burst, *args, max_jobs=max_jobs, **kwargs)
         finally:
             pump.settle_handed_over()  # sends a pump handed over and nothing recorded yet (never raises)
+            self._beat.stop()
 
     def _work_until_asked(self, burst: bool, *args, max_jobs: int | None = None, **kwargs) -> bool:
         worked = False

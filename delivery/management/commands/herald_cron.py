@@ -14,6 +14,7 @@ import time
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from delivery import heartbeat
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, clock, counters
 from delivery.engine.scheduler import dispatch, retention
@@ -37,7 +38,9 @@ class Command(BaseCommand):
         waited = False  # whether this tick's dependencies were looked at since the last failure
         ready = False
         while not stopping:
-            if not waited and not availability.wait(stopping=lambda: bool(stopping)):
+            heartbeat.beat(heartbeat.SCHEDULER)  # `manage.py herald_alive --scheduler`
+            if not waited and not availability.wait(stopping=lambda: bool(stopping),
+                                                    while_waiting=lambda: heartbeat.beat(heartbeat.SCHEDULER)):
                 return
             waited = True
             if not ready:  # said once PostgreSQL and Redis answer: from here on, retries go out at their time
