@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from delivery.events import publish
+from delivery.management.commands.herald_redis import configured_elsewhere
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, Subscription, Tenant
 from tests.delivery.web.api.shop import shop as shop_fixture
@@ -61,3 +62,12 @@ def test_herald_status_says_where_each_owner_stands(shop, user):
     figures = json.loads(run("herald_status", "--json"))
     [mine] = figures["owners"]
     assert mine["due"] == 3 and 85 <= mine["lag_seconds"] < 600 and mine["unhealthy"][0]["state"] == "frozen"
+
+
+def test_herald_redis_leaves_alone_a_redis_the_projects_settings_name(settings):
+    """An embedding project sets RQ_QUEUES (or REDIS_URL) in its settings, not in the environment: `herald_redis`
+    starts no local Redis in its way."""
+    settings.RQ_QUEUES = {**settings.RQ_QUEUES, "deliveries": {"URL": "redis://cache.internal:6380/2"}}
+    assert configured_elsewhere() == "cache.internal:6380/2"
+    settings.RQ_QUEUES = {**settings.RQ_QUEUES, "deliveries": {"URL": "redis://127.0.0.1:6379/0"}}
+    assert configured_elsewhere() == ""

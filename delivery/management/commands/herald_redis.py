@@ -1,5 +1,6 @@
-"""Redis for `make run`: nothing to do when REDIS_URL is set; else serve one on 127.0.0.1:6379 until stopped (started
-again if it exits on its own)."""
+"""Redis for `make run`: nothing to do when REDIS_URL (or REDIS_SENTINELS) is set, or when the project's settings name
+another Redis for Herald's queues (an embedding project's own `RQ_QUEUES`); else serve one on 127.0.0.1:6379 until
+stopped (started again if it exits on its own)."""
 
 import os
 import signal
@@ -9,7 +10,18 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from delivery.engine.plumbing import availability, redis_link
 from delivery.management import localredis
+
+LOCAL = {("127.0.0.1", 6379), ("localhost", 6379)}
+
+
+def configured_elsewhere() -> str:
+    """The Redis the project's settings name for Herald's queues, if it is not the local one this command serves."""
+    kwargs = redis_link.connection().connection_pool.connection_kwargs
+    if kwargs.get("path") or (kwargs.get("host", "127.0.0.1"), int(kwargs.get("port", 6379))) not in LOCAL:
+        return availability.redis_address(redis_link.connection())
+    return ""
 
 
 class Command(BaseCommand):
@@ -22,6 +34,11 @@ class Command(BaseCommand):
             return
         if os.environ.get("REDIS_URL"):
             self.stdout.write(f"using REDIS_URL={os.environ['REDIS_URL']}; no local Redis started")
+            signal.pause()
+            return
+        elsewhere = configured_elsewhere()
+        if elsewhere:  # the project's settings (RQ_QUEUES, an embedding project's REDIS_URL) name another Redis
+            self.stdout.write(f"using the project's Redis at {elsewhere}; no local Redis started")
             signal.pause()
             return
         try:
