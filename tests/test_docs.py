@@ -189,6 +189,9 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
             server.terminate()
             server.wait(10)
         return
+    if block.kind == "confirming handler in node":
+        node_handler_answers(block)
+        return
     assert block.language == "python", f"{block.id}: nothing runs {block.language} here; mark it skip (why)"
     namespace = {"__name__": f"docs_{Path(block.document).stem}"}
     stand_ins = {"Order": Order, "Customer": Group, "create_invoice": lambda data: None,
@@ -225,6 +228,43 @@ def test_a_block_runs_as_pasted(block, redis_conn, capsys, django_user_model):
         for signal, connected in receivers.items():  # what a block connected stays in the block
             signal.receivers = connected
             signal.sender_receivers_cache.clear()
+
+
+NODE_LIBRARY = "standardwebhooks@1.1.1"  # the official Standard Webhooks library for JavaScript, from npm
+NODE_HARNESS = """
+const { handle } = require("./handler");
+const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
+let answer;
+try { answer = handle(input.secret, input.body, input.headers); } catch (error) { answer = ["refused", String(error)]; }
+process.stdout.write(JSON.stringify(answer));
+"""
+
+
+def node_handler_answers(block: Block) -> None:
+    """A Node handler from the docs, with the official npm library, verifies a request Herald signed and answers
+    its confirmation (skipped where node or npm, or the npm registry, is not there)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("no node or npm here (the Python handler beside it runs)")
+    folder = Path(tempfile.mkdtemp())
+    installed = subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", NODE_LIBRARY], cwd=folder,
+                               capture_output=True, text=True, timeout=300)
+    if installed.returncode != 0:
+        pytest.skip(f"npm could not install {NODE_LIBRARY}: {installed.stderr[-300:]}")
+    (folder / "handler.js").write_text(block.text)
+    (folder / "harness.js").write_text(NODE_HARNESS)
+    secret = signing.generate_secret()
+
+    def answer(body: bytes, headers: dict) -> list:
+        run = subprocess.run(["node", "harness.js"], cwd=folder, capture_output=True, text=True, timeout=60,
+                             input=json.dumps({"secret": secret, "body": body.decode(), "headers": headers}))
+        assert run.returncode == 0, run.stderr[-2000:]
+        return json.loads(run.stdout)
+
+    confirmation = json.dumps({"type": "herald.subscription.confirmation", "data": {"token": "tok-1"}}).encode()
+    headers, body = signed_request(secret, confirmation)
+    status, text = answer(body, headers)
+    assert status == 200 and json.loads(text) == {"validationResponse": "tok-1"}
+    assert answer(b'{"type": "x"}', headers)[0] == "refused"  # a body the signature is not for
 
 
 def free_port() -> int:
@@ -268,6 +308,19 @@ def check(block: Block, namespace: dict, stand_ins: dict, key: str) -> None:
         request = RequestFactory().post("/", body, content_type="application/json",
                                         **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()})
         function(request)  # raises if the signature does not verify
+    elif block.kind == "confirming handler":  # a customer's receiver: verifies, answers the confirmation
+        confirmation = json.dumps({"type": "herald.subscription.confirmation", "data": {"token": "tok-1"}}).encode()
+        headers, body = signed_request(stand_ins["SECRET"], confirmation)
+        status, answer = function(body, headers)
+        assert status == 200 and json.loads(answer) == {"validationResponse": "tok-1"}
+        headers, body = signed_request(stand_ins["SECRET"], b'{"type": "order.placed", "data": {}}')
+        assert function(body, headers) == (200, b"")
+        try:
+            function(body + b" ", headers)
+        except Exception:  # the library's verification error
+            pass
+        else:
+            raise AssertionError("a changed body verified")
     elif block.kind == "raw verifier":
         attributes = {"ce-id": "1", "ce-type": "order.created", "content-type": "application/json"}
         stamp = int(time.time())
