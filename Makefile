@@ -62,7 +62,14 @@ FAKETIME ?= /usr/bin/faketime
 $(FAKETIME):
 	$(call debian_package,faketime)
 
-test: install-dev $(CHROMIUM) $(PGBOUNCER) $(FAKETIME)
+# The image is built and run by tests/test_image.py with Debian's podman, runc and mmdebstrap (a base image made
+# from Debian's packages: no registry image can be pulled); without root the test is skipped, saying why.
+PODMAN ?= /usr/bin/podman
+$(PODMAN):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq podman runc mmdebstrap >/dev/null; \
+	else echo "podman is missing and cannot be installed without root: tests/test_image.py will be skipped"; fi
+
+test: install-dev $(CHROMIUM) $(PGBOUNCER) $(FAKETIME) $(PODMAN)
 	$(BIN)/python tests/stack.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev

@@ -116,3 +116,23 @@ def test_the_image_tag_is_the_release():
     assert KUSTOMIZATION["images"] == [{"name": "herald", "newTag": ast.literal_eval(
         next(line.split("=", 1)[1].strip() for line in Path(ROOT / "delivery" / "__init__.py").read_text().splitlines()
              if line.startswith("VERSION")))}]
+
+
+def test_the_compose_file_runs_every_process_kind_on_the_image():
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    services = compose["services"]
+    assert set(services) == {"postgres", "redis", "migrate", "web", "worker", "scheduler"}
+    commands = get_commands()
+    for name in ("migrate", "web", "worker", "scheduler"):
+        service = services[name]
+        assert service["image"] == f"herald:{KUSTOMIZATION['images'][0]['newTag']}" and service["build"] == "."
+        assert set(service["environment"]) <= SETTINGS_READ | {f"HERALD_{key}" for key in DEFAULTS}
+        command = service["command"]
+        assert command[0] == "gunicorn" or (command[:2] == ["python", "manage.py"] and command[2] in commands)
+        depends = service.get("depends_on", {})
+        assert (name == "migrate" and depends == {"postgres": {"condition": "service_healthy"}}) or depends == {
+            "migrate": {"condition": "service_completed_successfully"}}
+    assert services["worker"]["healthcheck"]["test"][-1] == "--worker"
+    containerfile = (ROOT / "Containerfile").read_text()
+    assert "ARG BASE=docker.io/library/python:3.11-slim" in containerfile and "USER 10001" in containerfile
+    assert (ROOT / ".containerignore").read_text() == (ROOT / ".dockerignore").read_text()
