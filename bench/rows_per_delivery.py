@@ -85,7 +85,8 @@ from subscriptions.models import Topic
 from delivery.engine.intake.publishing import Entry, message_publish_batch
 topic = Topic.objects.get(name="t")
 for start in range(0, {n}, 100):
-    message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k}}) for k in range(start, min(start + 100, {n}))])
+    message_publish_batch(topic=topic, entries=[Entry(payload={{"n": k, "pad": "x" * {pad}}})
+                                                for k in range(start, min(start + 100, {n}))])
 """
 # Publishing at a steady rate (--rate), one message per publish, while the workers run: a shop's ordinary day,
 # where a worker claims and records a delivery or two at a time instead of a drain's 64.
@@ -183,10 +184,30 @@ def wait_for(port: int, count: int) -> None:
             raise SystemExit("not drained in 10 minutes")
 
 
+def disk_per_delivery(db, n: int, *, preloaded: int = 0) -> None:
+    """What the finished records take on disk per delivery (tables, their indexes and TOAST, after a VACUUM): the
+    retention a shop keeps, times its deliveries, is its disk (docs/embedding.md, "In production")."""
+    db.execute("VACUUM (ANALYZE) herald_delivery_message, herald_delivery_delivery, herald_delivery_attempt, "
+               "herald_delivery_exchange")
+    total = n + preloaded
+    rows = db.execute("""SELECT relname, pg_table_size(relid), pg_indexes_size(relid) FROM pg_stat_user_tables
+                         WHERE relname IN ('herald_delivery_message', 'herald_delivery_delivery',
+                                           'herald_delivery_attempt', 'herald_delivery_exchange')
+                         ORDER BY relname""").fetchall()
+    print("\ndisk per delivery (each table with its TOAST, then its indexes):")
+    for table, size, indexes in rows:
+        print(f"  {table:34s} {size / total:8.0f} B + indexes {indexes / total:6.0f} B")
+    whole = sum(size + indexes for _, size, indexes in rows)
+    print(f"  all {whole / total:,.0f} B per delivery: {whole / total * 1e6 / 2**30:.2f} GiB per million deliveries "
+          f"(one attempt each, one message per delivery)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deliveries", type=int, default=3000)
     parser.add_argument("--preload", type=int, default=0)
+    parser.add_argument("--payload-bytes", type=int, default=0,
+                        help="pad each message's payload by this many bytes (the disk per delivery grows with it)")
     parser.add_argument("--rate", type=float, default=0,
                         help="publish the deliveries one message at a time at this rate while the workers run "
                              "(the publishes' cost is then in the figures too), instead of draining a backlog")
@@ -229,7 +250,7 @@ def main() -> None:
             print(f"preloaded in {time.time() - started:.0f} s: " + ", ".join(f"{t} {c:,}" for t, c in sizes),
                   flush=True)
         if not args.rate:
-            manage(env, "shell", "-c", PUBLISH.format(n=n))
+            manage(env, "shell", "-c", PUBLISH.format(n=n, pad=args.payload_bytes))
         if args.preload or not args.rate:
             # (Not of empty tables: a plan cached by a connection while a table is a page or two long reads it
             # whole on every run until the next ANALYZE, which is what a foreign-key check did at a steady rate,
@@ -295,12 +316,12 @@ def main() -> None:
                    FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
                    ORDER BY shared_blks_hit + shared_blks_read DESC LIMIT 15""").fetchall():
             print(f"  {calls:6d} calls {rows / n:7.2f} rows {blocks / n:7.1f} blocks  {query}")
-        for order, limit in (("total_exec_time", 20), ("calls", 15)):
+        for order, most in (("total_exec_time", 20), ("calls", 15)):
             print(f"\nqueries by {order} (pg_stat_statements; calls and ms per delivery):")
             for calls, total, query in db.execute(
                     f"""SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
                         FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
-                        ORDER BY {order} DESC LIMIT {limit}""").fetchall():
+                        ORDER BY {order} DESC LIMIT {most}""").fetchall():
                 print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
         print("\ntables (per delivery):")
         for table, seq, seq_rows, idx, idx_rows in db.execute(
@@ -314,6 +335,7 @@ def main() -> None:
                 """SELECT relname, indexrelname, idx_scan, idx_tup_read FROM pg_stat_all_indexes
                    WHERE idx_tup_read > 0 ORDER BY idx_tup_read DESC LIMIT 15""").fetchall():
             print(f"  {table:34s} {index:44s} scans {scans:7d}  entries {entries / n:6.2f}")
+        disk_per_delivery(db, n, preloaded=args.preload)
         unfinished = db.execute("SELECT count(*) FROM herald_delivery_delivery WHERE status IN "
                                 "('pending', 'in_flight')").fetchone()[0]
         assert unfinished == 0, f"{unfinished} deliveries not finished"
