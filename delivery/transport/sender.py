@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import aiohttp
+import yarl
 
 from delivery.conf import herald
 from delivery.rules.storable import clean_headers, clean_text
@@ -114,11 +115,20 @@ async def pinned(url: str, lookups: Lookups) -> tuple[str, str]:
 
 
 def pre_checked(url: str) -> None:
-    """IP literals never reach the resolver: check them here (any spelling)."""
-    host = urlsplit(url).hostname or ""
+    """IP literals never reach the resolver: check them here (any spelling), as the HTTP client reads the host
+    (yarl turns `①②⑦.0.0.1` and fullwidth digits into 127.0.0.1, then connects without asking the resolver)."""
+    host = client_host(url)
     reason = literal_refusal(host, allowed_networks())
     if reason:
         raise BlockedAddress(f"{host}: {reason}")
+
+
+def client_host(url: str) -> str:
+    """The host of `url` as aiohttp will connect to it (its URL library's reading), "" if there is none."""
+    try:
+        return yarl.URL(url).host or ""
+    except (ValueError, TypeError):
+        return urlsplit(url).hostname or ""
 
 
 class _Slot:

@@ -17,3 +17,8 @@ def test_normalize(given, expected):
 def test_rejects(bad):
     with pytest.raises(InvalidURL):
         normalize_url(bad)
+
+
+def test_hosts_are_stored_as_a_client_connects_to_them():
+    assert normalize_url("http://①②⑦.0.0.1:8080/x") == "http://127.0.0.1:8080/x"
+    assert normalize_url("https://Bücher.de/hook") == "https://xn--bcher-kva.de/hook"

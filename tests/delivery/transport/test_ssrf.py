@@ -124,3 +124,13 @@ def test_https_certificate_for_another_name_is_a_tls_error(tls_receiver):
     result = sender.send(OutgoingRequest(url=f"https://other.test:{port}/hook", body=b"{}"), timeout=5)
     assert (result.status, result.error_class) == (None, "tls")
     assert tls_receiver.requests == []
+
+
+@pytest.mark.parametrize("host", ["①②⑦.0.0.1", "１２７.０.０.１", "127。0。0。1", "127.0.0.①"])
+def test_an_address_spelled_in_other_digits_or_dots_is_the_address_it_means(receiver, settings, host):
+    """The HTTP client reads these as 127.0.0.1 and connects without a lookup: the guard reads them the same."""
+    settings.HERALD_ALLOWED_NETWORKS = []
+    port = receiver.server.server_address[1]
+    result = sender.send(OutgoingRequest(url=f"http://{host}:{port}/hook", body=b"{}"), timeout=2)
+    assert result.error_class == "blocked_address"
+    assert receiver.requests == []

@@ -49,3 +49,16 @@ def test_names_that_always_mean_this_machine_are_still_refused_at_subscribe_time
     response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
     assert response.status_code == 400
     assert "loopback" in response.json()["endpoint"][0]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["http://①②⑦.0.0.1:8000/", "http://１２７.０.０.１/", "http://127。0。0。1/",
+                                 "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:9000/"])
+def test_addresses_spelled_in_other_digits_are_stored_as_they_are_read_and_refused(api, settings, url):
+    settings.HERALD_ALLOWED_NETWORKS = []
+    topic = api.post("/api/topics/", {"name": "names"}, format="json").json()
+    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
+    assert response.status_code == 400 and "loopback" in response.json()["endpoint"][0]
+    settings.HERALD_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    stored = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json").json()
+    assert stored["endpoint"].startswith(("http://127.0.0.1", "http://localhost"))
