@@ -8,6 +8,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from rest_framework.authtoken.models import Token
 
+from delivery import VERSION
 from delivery.models import Attempt, Delivery
 from subscriptions.models import Endpoint, Subscription
 from tests.conftest import client_for, drain, settle
@@ -186,6 +187,7 @@ def test_api_docs_are_served_from_static_files(client):
 
 def test_api_root_lists_every_resource(api):
     root = api.get("/api/").json()
+    assert root.pop("version") == VERSION  # which Herald answers
     assert set(root) == {"topics", "subscriptions", "endpoints", "messages", "deliveries", "tenants", "event-types",
                          "portal", "policies/preview", "schema", "docs", "redoc"}
     for url in root.values():

@@ -87,47 +87,52 @@ def respelled(path: str, spelled: dict[str, str]) -> str:
     return f"{spelled[head]}{dot}{rest}" if head in spelled else path
 
 
-def expanded(doc: dict) -> tuple[dict, dict[str, str], set[str]]:
-    """A level's sections, its preset's included (its own keys winning); the preset each came from; and the
-    sections a preset sets to their defaults by leaving them out (a preset is a whole retry configuration: naming
-    `sns-default` over a topic's `event-grid` leaves none of Event Grid's limits, jitter or permanent codes)."""
+def expanded(doc: dict) -> tuple[dict, str | None, set[str], set[str]]:
+    """A level's sections, its preset's included (its own keys winning); the preset it named; the sections it
+    wrote itself; and the sections a preset sets to their defaults by leaving them out (a preset is a whole retry
+    configuration: naming `sns-default` over a topic's `event-grid` leaves none of Event Grid's limits, jitter or
+    permanent codes)."""
     preset = doc.get("preset")
     own = {key: value for key, value in doc.items() if key != "preset"}
     if not isinstance(preset, str) or preset not in PRESETS:
-        return own, {}, set()
+        return own, None, set(own), set()
     sections = resolve(doc)
     sections.pop("preset")
-    return sections, {key: preset for key in sections if key not in own}, PRESET_SECTIONS - set(sections)
+    return sections, preset, set(own), PRESET_SECTIONS - set(sections)
 
 
 def merged(subscription, topic, default) -> tuple[dict, dict[str, str], dict]:
     """(the effective document, the level each section came from, the sections users wrote), from the three levels'
-    documents as stored. Unparseable levels raise PolicyError."""
-    default_doc = resolve(normalized(default, level=DEFAULT)[0] or {"preset": "sns-default"})
+    documents as stored. Unparseable levels raise PolicyError. The document names as its `preset` the one of the
+    level its retry schedule came from (`sns-default` if that level named none): the 3,600 s cap on a written
+    `healthyRetryPolicy` is then judged against that preset's own, as for a single document."""
+    written_default = normalized(default, level=DEFAULT)[0]
+    default_doc = resolve(written_default or {"preset": "sns-default"})
     default_preset = default_doc.pop("preset")
     topic_doc, disable, _ = normalized(topic, level=TOPIC)
     subscription_doc, _, _ = normalized(subscription, level=SUBSCRIPTION)
-    written_default = normalized(default, level=DEFAULT)[0]
-    levels = [(DEFAULT, default_doc, {key: default_preset for key in default_doc if key not in written_default},
-               set())]
+    levels = [(DEFAULT, default_doc, default_preset, set(written_default) - {"preset"}, set())]
     order = [(SUBSCRIPTION, subscription_doc), (TOPIC, topic_doc)] if disable else \
         [(TOPIC, topic_doc), (SUBSCRIPTION, subscription_doc)]
     levels += [(name, *expanded(doc)) for name, doc in order]
-    result, sources, presets = {}, {}, {}
-    for name, sections, from_presets, cleared in levels:
+    result, sources, presets, written = {}, {}, {}, set()
+    for name, sections, preset, own, cleared in levels:
         replaced = cleared | ({*RETRY_SLOT, "retryLimits"} if any(key in sections for key in RETRY_SLOT) else set())
         for key in replaced:
             for kept in (result, sources, presets):
                 kept.pop(key, None)
+            written.discard(key)
         for key, value in sections.items():
             result[key], sources[key] = copy.deepcopy(value), name
             presets.pop(key, None)
-            if key in from_presets:
-                presets[key] = from_presets[key]
+            written.discard(key)
+            if preset is not None:
+                presets[key] = preset
+            if key in own:
+                written.add(key)
     slot = next((key for key in RETRY_SLOT if key in result), None)
     result["preset"] = presets.get(slot, "sns-default")
-    written = {key: value for key, value in result.items() if key != "preset" and key not in presets}
-    return result, sources, written
+    return result, sources, {key: result[key] for key in written}
 
 
 def effective(subscription, topic, default) -> DeliveryPolicy:

@@ -21,7 +21,7 @@ from delivery.engine.sending import journal, oauth
 from delivery.models import Attempt, Delivery
 from delivery.rules.decisions import parse_retry_after
 from delivery.transport.sender import SendResult
-from subscriptions.models import Subscription
+from subscriptions.models import Subscription, Topic
 from tests.conftest import publish, subscribe
 from tests.receiver import Reply
 
@@ -246,3 +246,20 @@ def test_handshake_and_token_readers_answer_or_refuse_whatever_came_back(body, s
         except oauth.TokenError:
             continue
         assert token and 0 <= lifetime <= oauth.MAX_LIFETIME
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stored_policy_that_no_longer_merges_fails_no_other_owners_claim(api, other_api, receiver, run_worker):
+    """Its topic or the default changed since (or SQL wrote it): the default decides for that subscription alone."""
+    healthy, _ = subscribe(api, receiver, name="healthy")
+    broken, theirs = subscribe(other_api, receiver, name="broken")
+    Subscription.objects.filter(id=theirs["id"]).update(delivery_policy={"retryLimits": {}})
+    Topic.objects.filter(id=broken["id"]).update(delivery_policy={"preset": "event-grid"})
+    publish(api, healthy)
+    publish(other_api, broken)
+
+    run_worker()
+
+    assert Delivery.objects.get(subscription__topic__name="healthy").status == "succeeded"
+    failed = Attempt.objects.get(delivery__subscription_id=theirs["id"])  # its own row says why, and is retried
+    assert failed.error_class == "internal" and "retrySchedule needs maxAttempts" in failed.error_detail

@@ -8,24 +8,18 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, tenancy
+from delivery.engine.accounts import catalog, policies, tenancy
 from delivery.engine.accounts.confirmation import confirmation_request
 from delivery.engine.plumbing import clock, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
-from delivery.rules import client_certificates, delivery_headers, policy_levels, signing, subscription_rules
+from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
 from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
 from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
 from subscriptions.secrets import Unreadable, encrypt
 from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
-
-
-def validate_policy(document, *, level: str = policy_levels.SUBSCRIPTION) -> None:
-    """Raises PolicyError (a 400 naming every bad field, as written) unless `document` is empty or a valid policy
-    of its level (a topic's may be in SNS's topic form, `{"http": …}`)."""
-    policy_levels.validated(document, level=level)
 
 
 def check_rules(current: dict, changes: dict) -> None:
@@ -40,7 +34,7 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
                  ) -> tuple[Topic, bool]:
     """(topic, created). Like SNS CreateTopic, creating a topic you already have returns it, as long as the request
     asks for nothing different (409 naming the differences otherwise: change a topic with PATCH)."""
-    validate_policy(delivery_policy, level=policy_levels.TOPIC)
+    policies.topic_policy_checked(delivery_policy)
     existing = Topic.objects.filter(owner=owner, name=name).first()
     if existing is None:
         try:
@@ -65,7 +59,7 @@ def topic_create(*, owner, name: str, description: str | None = None, delivery_p
 
 def topic_update(*, topic: Topic, **changes) -> Topic:
     if "delivery_policy" in changes:
-        validate_policy(changes["delivery_policy"], level=policy_levels.TOPIC)
+        policies.topic_policy_checked(changes["delivery_policy"], topic=topic)
         changes["delivery_policy"] = changes["delivery_policy"] or None
     for key, value in changes.items():
         setattr(topic, key, value)
@@ -184,7 +178,7 @@ def subscription_create(
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
     different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
     types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
-    validate_policy(delivery_policy)
+    policies.subscription_policy_checked(delivery_policy, topic=topic)
     credentials = checked_options(credentials)
     if tenant is not None:
         tenant_rules(topic, tenant, credentials.get("event_types"))
@@ -267,7 +261,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     now = now or clock.now()
     scheme = changes.pop("signature_scheme", None)
     if "delivery_policy" in changes:
-        validate_policy(changes["delivery_policy"])
+        policies.subscription_policy_checked(changes["delivery_policy"], topic=subscription.topic)
         changes["delivery_policy"] = changes["delivery_policy"] or None
     if "endpoint" in changes:
         changes["endpoint"] = checked_url(changes["endpoint"], "endpoint")

@@ -15,7 +15,7 @@ from delivery.engine.claiming import due_work
 from delivery.engine.plumbing import database
 from delivery.engine.plumbing.database import AnyOf, Statement
 from delivery.engine.state import lifecycle, transitions
-from delivery.engine.state.effective import subscription_policy
+from delivery.engine.state.effective import subscription_policy_or_default
 from delivery.models import Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from subscriptions.models import Endpoint, Subscription, Topic
@@ -92,7 +92,8 @@ def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str
     subscriptions = _subscriptions(subscription_ids)
     if not subscriptions:
         return []
-    longest = max(subscription_policy(s).timeout_seconds for s in subscriptions.values())
+    # (a policy that no longer merges is its subscription's problem alone: the default decides for it, logged)
+    longest = max(subscription_policy_or_default(s)[0].timeout_seconds for s in subscriptions.values())
     window, margin = herald.SEND_START_WINDOW_SECONDS, herald.LEASE_MARGIN_SECONDS
     lease = now + timedelta(seconds=window + longest + margin)
     # The lease and the loads commit together: a claim cut off after its lease (the database or PgBouncer gone)

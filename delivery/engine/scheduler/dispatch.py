@@ -28,7 +28,7 @@ from delivery.engine.plumbing.wakeup import WAKE_KEY, redis
 from delivery.engine.sending import journal, recording, spans
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import lifecycle, transitions
-from delivery.engine.state.effective import subscription_policy, subscription_policy_or_default
+from delivery.engine.state.effective import subscription_policy_or_default
 from delivery.engine.state.health import release_stranded, schedule_probes
 from delivery.models import Attempt, Delivery
 from delivery.rules import decisions
@@ -164,7 +164,7 @@ def expire_held(now=None) -> int:
     total = 0
     for subscription in Subscription.objects.filter(
             id__in=lifecycle.held().values("subscription_id").distinct()).select_related("topic"):
-        policy = subscription_policy(subscription)
+        policy, _ = subscription_policy_or_default(subscription)
         cutoff = now - timedelta(seconds=policy.lifetime_seconds)
         status = DeliveryStatus.DEAD_LETTERED if policy.dead_letter else DeliveryStatus.DROPPED
         expired = (lifecycle.held(subscription=subscription)

@@ -11,9 +11,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from delivery.engine.state import effective
-from delivery.engine.state.effective import subscription_policy
+from delivery.engine.state.effective import subscription_policy_or_default
 from delivery.rules import client_certificates, delivery_headers, publish_input, signing
 from delivery.rules import filter_policy as filters
+from delivery.rules.policy import PolicyError
 from delivery.web.api.ownership import tenant_of, tenant_scope
 from delivery.web.api.shared_fields import SharedFields
 from delivery.web.api.strict import StrictInput
@@ -206,10 +207,13 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         return {"at": obj.handshake_at, "status": obj.handshake_status, "problem": obj.handshake_problem}
 
     def get_effective_delivery_policy(self, obj) -> dict:
-        return subscription_policy(obj).document
+        return subscription_policy_or_default(obj)[0].document  # (one that no longer merges: the default's)
 
     def get_effective_delivery_policy_sources(self, obj) -> dict[str, str]:
-        return effective.sources(obj)
+        try:
+            return effective.sources(obj)
+        except PolicyError:
+            return {"*": "default (the subscription's policy no longer makes a valid one with its topic's)"}
 
     def get_public_key(self, obj) -> str | None:
         return public_key_of(obj.secret)
