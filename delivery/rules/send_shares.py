@@ -67,10 +67,17 @@ def _fill(demands: dict, capacity: float) -> dict:
 
 def most_stalled(stalled: Counter, share: Share) -> Share:
     """The share whose stalled send is cut when the process holds all the stalled sends it may and `share`'s send
-    stalls too: the share holding the most, counting the new one; on a tie, `share` itself. A share holding less
-    than the most is within its part (the bound divided evenly among the shares holding stalled sends is at least
-    what the smallest hold), so it never loses one of its sends to another's silence."""
+    stalls too, owners first, as slots are divided: the owner holding the most stalled sends (counting the new
+    one), then within it the share holding the most; on a tie, `share` (or its owner) itself. An owner holding
+    less than the most is within its part, however its sends are spread over tenants, so it never loses a send to
+    another owner's silence (one owner's silent endpoints spread over many tenants cannot make a neighbour owner's
+    single busy share look like the one holding the most)."""
     counts = Counter({key: n for key, n in stalled.items() if n > 0})
     counts[share] += 1
-    most = max(counts.values())
-    return share if counts[share] == most else max(counts, key=lambda key: counts[key])
+    by_owner: Counter = Counter()
+    for key, n in counts.items():
+        by_owner[key[0]] += n
+    owner = share[0] if by_owner[share[0]] == max(by_owner.values()) else max(by_owner, key=by_owner.get)
+    within = {key: n for key, n in counts.items() if key[0] == owner}
+    most = max(within.values())
+    return share if within.get(share) == most else max(within, key=within.get)

@@ -6,9 +6,9 @@ endpoint's name, so it chooses its name server too: one that answers in 6 s held
 
 - lookups run on the transport's own pool of HERALD_DNS_THREADS threads, never the loop's default executor;
 - the pool is divided in shares like the send slots (`rules/send_shares.rooms`: max-min fair across owners, then
-  across each owner's shares, with a reserve for a share that has no lookup running), so one share's slow names
-  hold at most its part of the threads; a lookup whose deadline passed still counts against its share until its
-  thread comes back, because that thread is still busy;
+  across each owner's shares, with a reserve kept for an owner that has no lookup running), so one owner's slow
+  names, however many of its tenants they are spread over, hold at most its part of the threads; a lookup whose
+  deadline passed still counts against its share until its thread comes back, because that thread is still busy;
 - each lookup has a deadline (HERALD_DNS_TIMEOUT_SECONDS; the send's own deadline still bounds it): past it the
   send fails as `dns`, retried by its policy, counted against its endpoint like any failure;
 - answers are kept HERALD_DNS_CACHE_SECONDS (positive answers only: a name that fails is asked again), and
@@ -87,11 +87,14 @@ class Lookups:
         return future
 
     def _room_for(self, share) -> bool:
-        """Whether `share` may start a lookup now: within its room (`send_shares.rooms`), and, for a share that
-        already has one running, only while the reserve stays free for shares that have none."""
-        if not send_shares.rooms([share], self.busy, self.threads).get(share):
+        """Whether `share` may start a lookup now: within its room (`send_shares.rooms`, owners first, every share
+        with a lookup running counted as wanting more), and, for a share whose owner already has one running, only
+        while the reserve stays free for an owner that has none (one owner's many tenants cannot take it)."""
+        running = [key for key, n in self.busy.items() if n > 0]
+        if not send_shares.rooms([*running, share], self.busy, self.threads).get(share):
             return False
-        return not self.busy[share] or self.threads - sum(self.busy.values()) > self.reserve
+        owners = sum(n for key, n in self.busy.items() if key[0] == share[0])
+        return not owners or self.threads - sum(self.busy.values()) > self.reserve
 
     def _came_back(self, key, share, done: asyncio.Future) -> None:
         """On the loop: a thread is free again; its answer is kept if it is one."""

@@ -3,8 +3,9 @@
 
 A send unanswered after HERALD_STALLED_SEND_SECONDS gives its slot back and waits on, counted against its endpoint's
 room (HERALD_MAX_IN_FLIGHT_PER_ENDPOINT). The process keeps at most `limit` such sends open. When one more stalls
-at the bound, Herald ends one: the oldest stalled send of the share holding the most (`send_shares.most_stalled`),
-which may be the new one's own share. A share within its part never loses a send to another share's silence, and
+at the bound, Herald ends one: the oldest stalled send of the share holding the most within the owner holding the
+most (`send_shares.most_stalled`), which may be the new one's own. An owner within its part never loses a send to
+another owner's silence, however that one spreads it over its tenants, and
 what Herald ends is recorded as Herald's (`cut_short`): not counted in its endpoint's health, not spending an
 attempt of its delivery, retried shortly.
 """

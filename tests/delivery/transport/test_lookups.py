@@ -115,3 +115,13 @@ def test_a_share_with_a_lookup_running_leaves_the_reserve_to_shares_with_none():
         assert lookups._room_for((2, 0))  # a share with nothing running takes it
     finally:
         lookups.close()
+
+
+def test_one_owners_tenants_together_leave_the_reserve_to_another_owner():
+    lookups = Lookups(threads=8, timeout=5, cache_seconds=30)
+    try:
+        lookups.busy.update({(1, tenant): 1 for tenant in range(1, 8)})  # seven tenants of one owner, one each
+        assert not lookups._room_for((1, 8))  # an eighth tenant of the same owner: the last thread is the reserve
+        assert lookups._room_for((2, 0))  # another owner's first lookup takes it
+    finally:
+        lookups.close()

@@ -45,3 +45,11 @@ def test_the_share_to_cut_counts_the_new_send_and_a_tie_goes_to_the_newcomer():
     assert most_stalled(Counter({A: 4, C: 3}), C) == C  # 4 against 4: its own
     assert most_stalled(Counter({A: 4, C: 2}), C) == A
     assert most_stalled(Counter(), C) == C
+
+
+def test_owners_first_however_one_spreads_its_silence_over_tenants():
+    """One owner's silent endpoints over eight tenants, two stalled sends each, against another owner's single
+    share holding four (an endpoint answering in 1.5 s): the owner holding the most loses one, not the neighbour."""
+    spread = Counter({(1, tenant): 2 for tenant in range(1, 9)})
+    assert most_stalled(spread + Counter({(2, 0): 4}), (2, 0))[0] == 1
+    assert most_stalled(spread + Counter({(2, 0): 4}), (1, 3)) == (1, 3)  # its own new one, among equals
