@@ -28,10 +28,11 @@ class Message(models.Model):
                                          "receive it.")
     broadcast = models.BooleanField(default=False, db_default=False,
                                     help_text="Published for every tenant of the owner.")
-    # Whom it was published for, as the publisher named it, kept whether or not the owner had that tenant then (or
-    # still has it): a customer's messages from before it registered are found by its external id (docs/tenants.md).
+    # Whom it was published for when the owner had no such tenant yet (a registered tenant is `tenant`): a customer's
+    # messages from before it registered are found by its external id (docs/tenants.md). Not kept for a registered
+    # tenant, so that a tenant deleted and its external id registered again by someone else finds none of its.
     tenant_external_id = models.CharField(max_length=256, blank=True, default="", db_default="", help_text=(
-        "The tenant's external id it was published for, even when no tenant of the owner had it."))
+        "The tenant's external id it was published for, when no tenant of the owner had it."))
     event_type = models.CharField(max_length=256, default="herald.message")
     subject = models.CharField(max_length=1024, blank=True, default="")
     payload = models.JSONField(null=True, blank=True)

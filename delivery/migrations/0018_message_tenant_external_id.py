@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='message',
             name='tenant_external_id',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The tenant's external id it was published for, even when no tenant of the owner had it.", max_length=256),
+            field=models.CharField(blank=True, db_default='', default='', help_text="The tenant's external id it was published for, when no tenant of the owner had it.", max_length=256),
         ),
         AddIndexOnline(
             model_name='message',

@@ -240,7 +240,8 @@ def _write(topic: Topic, entries: list[Entry], *, one_statement: bool) -> list[P
                 event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes or {},
                 published_at=now, idempotency_key=entry.idempotency_key or None,
                 request_fingerprint=entry.fingerprint(), fanout_pending=large, fanout_skipped=skipped,
-                ordering_key=key or None, tenant_id=entry.tenant_id, tenant_external_id=entry.tenant or "",
+                ordering_key=key or None, tenant_id=entry.tenant_id,
+                tenant_external_id=entry.tenant if entry.tenant and entry.tenant_id is None else "",
                 broadcast=entry.broadcast,
                 schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
             chosen_for.append(chosen)

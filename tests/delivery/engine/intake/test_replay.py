@@ -198,3 +198,24 @@ def test_a_message_for_a_customer_not_yet_registered_names_it_and_a_replay_after
     assert sorted(request.json()["data"]["n"] for request in other_receiver.requests) == [1, 3, 3]
     assert api.get(f"/api/messages/{later}/").json()["tenant_registered"] is True
     assert own["id"] != theirs["id"]
+
+
+def test_a_tenant_registered_again_under_a_deleted_ones_external_id_replays_none_of_its_messages(
+        api, receiver, other_receiver, redis_conn):
+    orders = api.post("/api/topics/", {"name": "orders", "open_to_tenants": True}, format="json").json()
+    first = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme"}, format="json").json()
+    publish(api, orders, 1, tenant="acme")
+    assert api.delete(f"/api/tenants/{first['id']}/").status_code == 204
+    again = api.post("/api/tenants/", {"external_id": "acme", "name": "Another Acme"}, format="json").json()
+    key = api.post(f"/api/tenants/{again['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
+    acme = APIClient()
+    acme.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    theirs = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": other_receiver.url},
+                       format="json").json()
+
+    replayed = acme.post(f"/api/subscriptions/{theirs['id']}/replay/", {"since": "2000-01-01T00:00:00Z"},
+                         format="json")
+
+    assert replayed.status_code == 202, replayed.content
+    settle()
+    assert other_receiver.requests == []
