@@ -5,8 +5,9 @@ dead letters), their attempts and replays; a topic its subscriptions (with their
 (they are the owner's, or the tenant's, and other subscriptions may use them).
 
 Every delete locks in one order, the same for each kind (`locked`): the parent row (topic or tenant), then the
-endpoints, the subscriptions and the deliveries it touches, each by id, so no fan-out, claim or recorded attempt
-adds a row pointing at them before they go, and two deletes (or a delete and a health transition, which locks an
+endpoints, the subscriptions and the deliveries it touches, each by id, so no claim or recorded attempt adds a row
+pointing at them before they go (a publish that read the subscription just before is written again without it:
+publishing.write), and two deletes (or a delete and a health transition, which locks an
 endpoint and then its held deliveries) never wait on each other in a circle. While any of the deliveries is in
 flight (its worker is about to record the attempt, which needs its row) the answer is a 409 and nothing is deleted:
 sends end within their deadline, and a paused subscription starts no new ones. One whose lease ran out (its worker

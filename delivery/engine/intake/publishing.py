@@ -32,6 +32,7 @@ from delivery.rules.wire import payload_bytes
 from subscriptions.models import EventType, Subscription, Tenant, Topic
 
 log = logging.getLogger(__name__)
+WRITE_TRIES = 3
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 # Callables told of each new message as it is written: (message, number of deliveries). delivery.testing's outbox
@@ -208,11 +209,22 @@ def write(topic: Topic, entries: list[Entry]) -> list[Published]:
     Outside the caller's transaction and without ordering keys, the messages and their deliveries are one
     statement (`insert_together`), atomic without BEGIN and COMMIT: the usual REST publish. Ordering keys (their
     locks and reads) and a caller's transaction (a savepoint keeps a failed write from aborting it) take a
-    transaction of the write's own."""
-    if any(entry.ordering_key for entry in entries) or in_callers_transaction():
-        with transaction.atomic():
-            return _write(topic, entries, one_statement=False)
-    return _write(topic, entries, one_statement=True)
+    transaction of the write's own.
+
+    A subscription deleted between the read of the topic's subscriptions and the insert of its delivery (a
+    tenant removing its endpoint while its owner publishes) fails the insert's foreign key: nothing was written,
+    and the write is made again, reading the subscriptions anew (WRITE_TRIES in all)."""
+    for tries_left in range(WRITE_TRIES - 1, -1, -1):
+        try:
+            if any(entry.ordering_key for entry in entries) or in_callers_transaction():
+                with transaction.atomic():
+                    return _write(topic, entries, one_statement=False)
+            return _write(topic, entries, one_statement=True)
+        except IntegrityError as exc:
+            if not tries_left or "foreign key" not in str(exc).lower():
+                raise
+            log.info("a subscription of topic %r went while publishing to it; publishing again", topic.name)
+    raise AssertionError("unreachable")
 
 
 def _write(topic: Topic, entries: list[Entry], *, one_statement: bool) -> list[Published]:

@@ -2,10 +2,12 @@
 validated and answered on its own, idempotency per entry, one pump for the lot."""
 
 import django_rq
+import psycopg
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from delivery.engine.intake import fanout
 from delivery.engine.intake.publishing import Entry, message_publish, message_publish_batch
 from delivery.models import Delivery, Message
 from delivery.web.api.throttling import PublishRateThrottle
@@ -125,3 +127,31 @@ def test_a_publish_outside_a_transaction_writes_in_one_statement_and_inside_one_
         assert Message.objects.count() == 2
         raise RuntimeError("the caller's transaction rolls back")
     assert Message.objects.count() == 1 and Delivery.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("ordered", [False, True])  # one statement; a transaction of the write's own
+def test_a_subscription_deleted_while_publishing_is_published_around_not_a_500(api, receiver, monkeypatch, ordered):
+    """A tenant removes its endpoint between the publish's read of the topic's subscriptions and its insert: the
+    insert's foreign key fails, nothing is written, and the publish is made again without that subscription."""
+    topic, gone = subscribe(api, receiver, name="racing")
+    kept = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url + "/2"},
+                    format="json").json()
+    read = fanout.topic_subscriptions
+    raced = []
+
+    def read_then_delete(*args, **kwargs):
+        found = read(*args, **kwargs)
+        if not raced:  # another connection's delete lands right after the first read, and commits
+            raced.append(True)
+            db = connection.settings_dict
+            with psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"],
+                                 autocommit=True) as other:
+                other.execute("DELETE FROM herald_subscriptions_subscription WHERE id = %s", [gone["id"]])
+        return found
+
+    monkeypatch.setattr(fanout, "topic_subscriptions", read_then_delete)
+    message_publish(topic=Topic.objects.get(id=topic["id"]), payload=1, ordering_key="k" if ordered else None)
+
+    assert list(Delivery.objects.values_list("subscription_id", flat=True)) == [kept["id"]]
+    assert Message.objects.count() == 1
