@@ -647,6 +647,21 @@ for s in Subscription.objects.filter(status="pending_confirmation"):
     return rows
 
 
+def quiet_tenant_alone(bench: Bench, topic: int, token: str, log: str, seconds: float):
+    """The engine started, a warm-up publish of tenant `quiet` received, then its steady publishing alone, before
+    anyone else's load: (the owner's session, the figures alone)."""
+    bench.start_engine()
+    session = bench.session(token)
+    open(log, "w").close()
+    session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up", "tenant": "quiet"}, timeout=30)
+    deadline = time.time() + 30
+    while not bench.received(log) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
+    open(log, "w").close()
+    return session, bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+
+
 def silent_tenant(bench: Bench, quick: bool) -> list[dict]:
     """Send slots in shares: one tenant's 20 endpoints accept connections and never answer (a customer whose
     firewall drops packets), with 4,000 deliveries queued for them, beside another tenant of the same owner
@@ -675,16 +690,7 @@ Subscription.objects.create(topic=topic, tenant=quiet, status="confirmed", deliv
                                                              url="http://127.0.0.1:{port}/calm/0"))
 print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1].split()
     topic, token = int(made[0]), made[1]
-    bench.start_engine()
-    session = bench.session(token)
-    open(log, "w").close()
-    session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up", "tenant": "quiet"}, timeout=30)
-    deadline = time.time() + 30
-    while not bench.received(log) and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(1)
-    open(log, "w").close()
-    alone = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    session, alone = quiet_tenant_alone(bench, topic, token, log, seconds)
     for start in range(0, 200, 50):  # 200 messages × 20 silent endpoints
         session.post(f"{bench.api}/topics/{topic}/publish-batch/", timeout=60, json={
             "entries": [{"id": str(n), "payload": {"n": n}, "tenant": "silent"} for n in range(start, start + 50)]})
@@ -734,16 +740,7 @@ subscribe(Tenant.objects.create(owner=user, external_id="quiet", name="Quiet"), 
           {FAST_POLICY!r})
 print(topic.id, Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1].split()
     topic, token = int(made[0]), made[1]
-    bench.start_engine()
-    session = bench.session(token)
-    open(log, "w").close()
-    session.post(f"{bench.api}/topics/{topic}/publish/", json={"payload": "warm-up", "tenant": "quiet"}, timeout=30)
-    deadline = time.time() + 30
-    while not bench.received(log) and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(1)
-    open(log, "w").close()
-    alone = bench.steady(topic, 2.5, seconds, token=token, prefix="calm", log=log, tenant="quiet")
+    session, alone = quiet_tenant_alone(bench, topic, token, log, seconds)
     for t in range(tenants):
         session.post(f"{bench.api}/topics/{topic}/publish-batch/", timeout=60, json={
             "entries": [{"id": f"{t}-{n}", "payload": {"n": n}, "tenant": f"silent{t}"} for n in range(per_tenant)]})

@@ -35,6 +35,15 @@ def publish(api, topic, n, **extra):
     return response.json()["message_id"]
 
 
+def registered(api, external_id: str, name: str) -> APIClient:
+    """A tenant registered now, and an API client with a key of its own."""
+    tenant = api.post("/api/tenants/", {"external_id": external_id, "name": name}, format="json").json()
+    key = api.post(f"/api/tenants/{tenant['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
 def backdate(message_id, minutes):
     Message.objects.filter(id=message_id).update(published_at=timezone.now() - timedelta(minutes=minutes))
 
@@ -181,10 +190,7 @@ def test_a_message_for_a_customer_not_yet_registered_names_it_and_a_replay_after
     assert "published 20" in out.getvalue() and "for tenant 'initech', not registered" in out.getvalue()
     assert len(receiver.requests) == 2  # the owner's own subscription had both
 
-    tenant = api.post("/api/tenants/", {"external_id": "initech", "name": "Initech"}, format="json").json()
-    key = api.post(f"/api/tenants/{tenant['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
-    initech = APIClient()
-    initech.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    initech = registered(api, "initech", "Initech")
     theirs = initech.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": other_receiver.url},
                           format="json").json()
     later = publish(api, orders, 3, tenant="initech")
@@ -206,10 +212,7 @@ def test_a_tenant_registered_again_under_a_deleted_ones_external_id_replays_none
     first = api.post("/api/tenants/", {"external_id": "acme", "name": "Acme"}, format="json").json()
     publish(api, orders, 1, tenant="acme")
     assert api.delete(f"/api/tenants/{first['id']}/").status_code == 204
-    again = api.post("/api/tenants/", {"external_id": "acme", "name": "Another Acme"}, format="json").json()
-    key = api.post(f"/api/tenants/{again['id']}/keys/", {"name": "ci"}, format="json").json()["key"]
-    acme = APIClient()
-    acme.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    acme = registered(api, "acme", "Another Acme")
     theirs = acme.post("/api/subscriptions/", {"topic": orders["id"], "endpoint": other_receiver.url},
                        format="json").json()
 
