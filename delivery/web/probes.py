@@ -33,7 +33,11 @@ def readyz(request):
         if pending:
             missing.append(f"{pending} migration(s) not applied (run manage.py migrate)")
     if missing:
-        return JsonResponse({"status": "unavailable", "missing": missing, "version": VERSION}, status=503)
+        response = JsonResponse({"status": "unavailable", "missing": missing, "version": VERSION}, status=503)
+        # Not logged per call (a probe asks every few seconds): what is away is logged once, by `availability`,
+        # when it goes and when it comes back. Django's own mark for a response it need not log again.
+        response._has_been_logged = True
+        return response
     return JsonResponse({"status": "ready", "version": VERSION})
 
 
