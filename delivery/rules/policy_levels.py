@@ -9,7 +9,8 @@ defaults. Herald does the same with three levels, lowest first: the installation
 - **Forms.** A topic's policy may be written in SNS's topic form, `{"http": {"defaultHealthyRetryPolicy": …,
   "defaultSicklyRetryPolicy": …, "defaultThrottlePolicy": …, "defaultRequestPolicy": …,
   "disableSubscriptionOverrides": …}}`, in Herald's own keys, or both (a section given twice is refused). `null`
-  for a section, in either form, means the section is not set (AWS returns absent sections as `null`).
+  for a section (an object), in either form, means the section is not set (AWS returns absent sections as
+  `null`); a scalar such as `jitter` must not be null.
 - **Sections.** Each top-level key is a section and is taken whole from the highest level that sets it. The retry
   schedule is one slot: a level that sets `healthyRetryPolicy` or `retrySchedule` replaces both, and the
   `retryLimits` of the levels below (they were written for another schedule). A level naming a `preset` sets the
@@ -29,6 +30,9 @@ TOPIC_FORM = {"defaultHealthyRetryPolicy": "healthyRetryPolicy", "defaultSicklyR
 OVERRIDES = "disableSubscriptionOverrides"
 RETRY_SLOT = ("healthyRetryPolicy", "retrySchedule")
 PRESET_SECTIONS = {*RETRY_SLOT, "retryLimits", "jitter", "responsePolicy"}  # what the presets (may) set
+# The sections `null` may stand for (objects, as AWS returns them): a scalar such as `jitter` must not be null.
+SECTIONS = {*RETRY_SLOT, "sicklyRetryPolicy", "throttlePolicy", "requestPolicy", "retryLimits", "responsePolicy",
+            "redrivePolicy"}
 SUBSCRIPTION, TOPIC, DEFAULT = "subscription", "topic", "default"
 
 
@@ -41,7 +45,7 @@ def normalized(document, *, level: str) -> tuple[dict, bool, dict[str, str]]:
         return {"preset": document}, False, {}
     if not isinstance(document, dict):
         raise PolicyError([("delivery_policy", "must be a JSON object or a preset name")])
-    doc = {key: value for key, value in document.items() if value is not None}
+    doc = {key: value for key, value in document.items() if value is not None or key not in SECTIONS}
     http = doc.pop("http", None)
     if http is None:
         return doc, False, {}
