@@ -31,8 +31,7 @@ def beat(kind: str) -> None:
     try:
         path = directory() / f"{kind}-{os.getpid()}.beat"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
-        os.utime(path)
+        path.touch()  # (its time now, whether it was there or not)
     except OSError:
         pass
 
@@ -69,7 +68,8 @@ def alive(kind: str, within: float, now: float | None = None) -> tuple[bool, str
 
 
 class WorkerBeat:
-    """A worker's heartbeat thread; `job_started`/`job_ended` let it see a job that never ends."""
+    """A worker's heartbeat thread; the worker sets `job_since` while a job runs, so that it sees one that never
+    ends."""
 
     def __init__(self):
         self.job_since: float | None = None

@@ -44,7 +44,7 @@ class Lookups:
 
     def __init__(self, *, threads: int, timeout: float, cache_seconds: float, resolver=None):
         self.threads, self.timeout, self.cache_seconds = threads, timeout, cache_seconds
-        self.reserve = math.ceil(threads * send_shares.RESERVE_FRACTION)  # threads kept for shares with none running
+        self.reserve = math.ceil(threads * send_shares.RESERVE_FRACTION)  # threads kept for an owner with none running
         self.resolver = resolver or system_resolver  # (host, port) -> [addresses], blocking
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="herald-dns")
         self.busy: Counter = Counter()  # threads working for each share (deadline passed or not)
@@ -52,13 +52,13 @@ class Lookups:
         self.running: dict = {}  # (host, port) -> the asyncio future of its lookup, shared by those who ask
         self.freed: asyncio.Event | None = None  # set whenever a thread comes back (on the loop)
 
-    async def addresses(self, host: str, port: int, *, share=None) -> list[Address]:
+    async def addresses(self, host: str, port: int) -> list[Address]:
         """What `host` resolves to, from the cache or a lookup within the deadline; Unresolvable otherwise."""
         key = (host, port)
         kept = self.cache.get(key)
         if kept is not None and kept[1] > time.monotonic():
             return kept[0]
-        share = SHARE.get() if share is None else share
+        share = SHARE.get()
         try:
             async with asyncio.timeout(self.timeout):
                 found = self.running.get(key)
@@ -90,11 +90,10 @@ class Lookups:
         """Whether `share` may start a lookup now: within its room (`send_shares.rooms`, owners first, every share
         with a lookup running counted as wanting more), and, for a share whose owner already has one running, only
         while the reserve stays free for an owner that has none (one owner's many tenants cannot take it)."""
-        running = [key for key, n in self.busy.items() if n > 0]
-        if not send_shares.rooms([*running, share], self.busy, self.threads).get(share):
+        if not send_shares.rooms([*self.busy, share], self.busy, self.threads).get(share):  # (busy: >0 only)
             return False
-        owners = sum(n for key, n in self.busy.items() if key[0] == share[0])
-        return not owners or self.threads - sum(self.busy.values()) > self.reserve
+        owners_running = sum(n for key, n in self.busy.items() if key[0] == share[0])
+        return not owners_running or self.threads - sum(self.busy.values()) > self.reserve
 
     def _came_back(self, key, share, done: asyncio.Future) -> None:
         """On the loop: a thread is free again; its answer is kept if it is one."""

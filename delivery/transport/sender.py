@@ -123,8 +123,10 @@ def pre_checked(url: str) -> None:
         raise BlockedAddress(f"{host}: {reason}")
 
 
+@functools.lru_cache(maxsize=4096)
 def client_host(url: str) -> str:
-    """The host of `url` as aiohttp will connect to it (its URL library's reading), "" if there is none."""
+    """The host of `url` as aiohttp will connect to it (its URL library's reading), "" if there is none: the same
+    for the same URL, so it is read once, not for every request to it."""
     try:
         return yarl.URL(url).host or ""
     except (ValueError, TypeError):
@@ -242,10 +244,10 @@ class Transport:
 
     def _stall(self, slot: _Slot) -> None:
         """Unanswered past the bound: the slot goes back and the send waits on, counted against its endpoint. At
-        the process's bound on stalled sends, Herald ends one (stalls.py): this one if its share holds the most,
-        else the oldest of the share that does, so that a fresh delivery still finds a slot whatever stops
-        answering and no share loses a send to another's silence. (Its endpoint's room still counts a stalled
-        send: the claim's in-flight count is of every send not yet ended.)"""
+        the process's bound on stalled sends, Herald ends one (stalls.py), owners first: this one if its owner and
+        share hold the most, else the oldest of the share that does, so that a fresh delivery still finds a slot
+        whatever stops answering and no owner loses a send to another's silence. (Its endpoint's room still counts
+        a stalled send: the claim's in-flight count is of every send not yet ended.)"""
         cut = self.stalled_sends.add(slot)  # (a send it ends is no longer counted: it ends on the loop's next turn)
         if cut is not None and cut.cut is not None:
             cut.cut.reschedule(self.loop.time())
