@@ -19,7 +19,13 @@ from collections.abc import Iterable
 
 RESERVE_FRACTION = 1 / 8
 
-Share = tuple[int, int]  # (owner id, tenant id or 0 for the owner's own rows)
+Share = tuple[int, int]  # (owner id, tenant id or OWN)
+OWN = 0  # the tenant of an owner's own rows (and sends) in a share, and in the indexes that order rows by share
+
+
+def share_of(owner_id: int, tenant_id: int | None) -> Share:
+    """The share a row (or a send) of `owner_id` and `tenant_id` (None for the owner's own) is in."""
+    return owner_id, tenant_id or OWN
 
 
 def rooms(wanting: Iterable[Share], active: Counter, total: int) -> dict[Share, int]:

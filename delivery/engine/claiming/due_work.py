@@ -12,28 +12,45 @@ from django.db import connection
 from delivery.engine.claiming.read_plans import plans_in_index_order
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
-from delivery.rules import send_shares
+from delivery.rules import claim_turns, send_shares
+from delivery.rules.claim_turns import DueRow, EndpointKey
+from delivery.rules.send_shares import OWN
 from delivery.rules.vocabulary import DeliveryStatus
 
 SHARES_PER_CLAIM = 256  # (owner, tenant) shares with due work looked at by one claim, in turn after the last one
-_after_share = (0, 0)  # where the next claim's look at shares starts (per process; a fairness cursor, not a lock)
-OWN = 0  # the tenant of an owner's own rows, in a share
+
+
+class Cursors:
+    """Where this process's next claim starts looking: after the last share and, per share, the last endpoint a
+    claim looked at, and which owner goes first. Fairness cursors, not locks: forgetting one costs one turn's
+    order, nothing else, so each process keeps its own (`CURSORS`)."""
+
+    MAX_ENDPOINT_CURSORS = 100_000
+
+    def __init__(self):
+        self.after_share: tuple[int, int] = (0, 0)
+        self.after_endpoint: dict[tuple[int, int], int] = {}
+        self.turns = itertools.count()
+
+
+CURSORS = Cursors()
 
 
 def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
-                shares: tuple[Counter, int] | None = None) -> tuple[list[tuple], bool]:
-    """Up to about `count` due rows (id, endpoint, subscription, batch size[, ctid]), in the order a fair claim takes
-    them: owners in turn, each owner's tenants in turn, and their endpoints in turn, each one's rows oldest first.
-    Also whether more was due than read. What it reads is what a claim can take: each share's part of `count`,
-    split among its endpoints with due rows and capped by each one's room, then topped up from the endpoints that
-    had more while room is left (a claim of 64 slots read 256 rows to take 64, and beside an endpoint without
-    room read that endpoint's whole due backlog to skip it)."""
+                shares: tuple[Counter, int] | None = None) -> tuple[list[DueRow], bool]:
+    """Up to about `count` due rows, in the order a fair claim takes them: owners in turn, each owner's tenants in
+    turn, and their endpoints in turn, each one's rows oldest first (rules/claim_turns.py). Also whether more was
+    due than read. What it reads is what a claim can take: each share's part of `count`, split among its endpoints
+    with due rows and capped by each one's room, then topped up from the endpoints that had more while room is left
+    (a claim of 64 slots read 256 rows to take 64, and beside an endpoint without room read that endpoint's whole
+    due backlog to skip it)."""
     full = [endpoint_id for endpoint_id, n in in_flight.items() if n >= per_endpoint]
     if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
         rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
-        return in_turn(rows), len(rows) == count * 4
+        due = [DueRow(*row[:5], row[5] or OWN) for row in rows]
+        return claim_turns.in_turn(due, next(CURSORS.turns)), len(rows) == count * 4
     # Which shares have due work: an index walk with nothing to sort, outside the block below, so that a look that
     # finds nothing stays one statement.
     wanting = shares_with_due_work(now)
@@ -44,57 +61,46 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
 
 
 def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares: tuple[Counter, int] | None,
-                 full: list[int], wanting: list[tuple[int, int]]) -> tuple[list[tuple], bool]:
+                 full: list[int], wanting: list[tuple[int, int]]) -> tuple[list[DueRow], bool]:
     # Each share within its room of the process's send slots (rules/send_shares.py); one without room waits for
     # its sends to be answered or to stall, and the claim says more is due.
-    share_room = send_shares.rooms(wanting, *shares) if shares is not None else {}
-    without_room = shares is not None and any(share_room[share] <= 0 for share in wanting)
+    share_room = send_shares.rooms(wanting, *shares) if shares is not None else None
+    without_room = share_room is not None and any(share_room[share] <= 0 for share in wanting)
     if without_room:
         wanting = [share for share in wanting if share_room[share] > 0]
         if not wanting:
             return [], True
-    quotas = share_quotas(wanting, count)
-    if shares is not None:
+    quotas = claim_turns.share_quotas(wanting, count)
+    if share_room is not None:
         quotas = {share: min(quota, share_room[share]) for share, quota in quotas.items()}
     found, more = endpoints_with_due_work(now, quotas, full)
     # Each endpoint's read starts at its oldest pending row, found by the walk: (next_attempt_at, id - 1) is just
     # before it in the index.
-    after = {(owner, tenant, endpoint): (due_at, first - 1) for owner, tenant, endpoint, due_at, first in found}
-    # Each endpoint's part: its share's part divided among the share's endpoints, or an even part of the whole
-    # claim if that is more (so that slots a quiet share leaves unused are read at once, not by a second query),
-    # within its room. In turn then takes the owners alternately whatever each read.
-    per_share = Counter(key[:2] for key in after)
-    room = {key: per_endpoint - in_flight[key[2]] for key in after}
-    even = -(-count // max(1, len(after)))
-    wanted = {key: max(1, min(max(-(-quotas[key[:2]] // per_share[key[:2]]), even), int(room[key]))) for key in after}
-    if shares is not None:
-        granted = dict(share_room)
-        wanted = {key: max(1, min(n, -(-share_room[key[:2]] // per_share[key[:2]]))) for key, n in wanted.items()}
-    rows: list[tuple] = []
-    for top_up in range(TOP_UPS + 1):
-        read = due_rows(now, wanted, after)
+    after = {EndpointKey(owner, tenant, endpoint): (due_at, first - 1)
+             for owner, tenant, endpoint, due_at, first in found}
+    room = {key: per_endpoint - in_flight[key.endpoint] for key in after}
+    wanted = claim_turns.endpoint_parts(list(after), quotas, room, count, share_room)
+    granted, share_left = dict(share_room or {}), dict(share_room or {})
+    rows: list[DueRow] = []
+    for top_up in range(claim_turns.TOP_UPS + 1):
+        read = [DueRow(*row) for row in due_rows(now, wanted, after)]
         rows += read
-        by_endpoint = Counter((row[4], row[5], row[1]) for row in read)
         for row in read:  # (each endpoint's rows come oldest first)
-            after[(row[4], row[5], row[1])] = (row[6], row[0])
-            room[(row[4], row[5], row[1])] -= 1
+            after[row.key] = (row.due_at, row.id)
+            room[row.key] -= 1
+            if row.key.share in share_left:
+                share_left[row.key.share] -= 1
         # An endpoint that gave all that was asked may have more: what is left of `count` goes to those, each within
         # its room.
-        for key, n in by_endpoint.items():
-            if key[:2] in share_room:
-                share_room[key[:2]] -= n
-        had_more = [key for key in wanted if by_endpoint[key] == wanted[key]]
-        room_left = [key for key in had_more if room[key] >= 1 and share_room.get(key[:2], 1) >= 1]
-        left = count - len(rows)
-        if left <= 0 or not room_left or top_up == TOP_UPS:
-            more = more or bool(had_more)
+        wanted, had_more = claim_turns.top_up(wanted, Counter(row.key for row in read), room, share_left,
+                                              count - len(rows))
+        if not wanted or top_up == claim_turns.TOP_UPS:
+            more = more or had_more
             break
-        wanted = {key: max(1, min(-(-left // len(room_left)), int(room[key]), share_room.get(key[:2], left)))
-                  for key in room_left}
-    if shares is not None:
-        rows, trimmed = _within_rooms(rows, granted)
+    if share_room is not None:
+        rows, trimmed = claim_turns.within_rooms(rows, granted)
         more = more or trimmed or without_room
-    return in_turn([row[:6] + row[7:] for row in rows]), more
+    return claim_turns.in_turn(rows, next(CURSORS.turns)), more
 
 
 def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[int], int]]:
@@ -110,32 +116,6 @@ def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[
                 for subscription_id, batch in batching.items()]
 
 
-def _within_rooms(rows: list[tuple], rooms: dict) -> tuple[list[tuple], bool]:
-    """At most each share's room of `rows` (owner at 4, tenant at 5), its endpoints in turn; and whether any was
-    left out."""
-    by_share: dict = {}
-    for row in rows:
-        by_share.setdefault((row[4], row[5]), {}).setdefault(row[1], []).append(row)
-    kept, trimmed = [], False
-    for share, endpoints in by_share.items():
-        ordered = _round_robin(list(endpoints.values()))
-        kept += ordered[:rooms[share]]
-        trimmed = trimmed or len(ordered) > rooms[share]
-    return kept, trimmed
-
-
-TOP_UPS = 2  # further reads of the endpoints that had more, while a claim has room left
-
-
-def share_quotas(shares: list[tuple[int, int]], count: int) -> dict[tuple[int, int], int]:
-    """How many rows of each share to read: `count` split evenly across the owners, and each owner's part evenly
-    across its shares (its own rows and each tenant's), rounded up; so an owner with many tenants reads no more
-    than one without."""
-    owners = Counter(owner for owner, _ in shares)
-    per_owner = max(1, -(-count // len(owners)))
-    return {(owner, tenant): max(1, -(-per_owner // owners[owner])) for owner, tenant in shares}
-
-
 def _pending_shares() -> str:
     """A recursive query `pending_shares(owner_id, tenant, due_at, depth)`: the (owner, tenant) shares with pending
     rows after (%(owner)s, %(tenant)s), each with its oldest pending row's due time, up to %(scan)s of them."""
@@ -145,14 +125,14 @@ def _pending_shares() -> str:
     # not two at the same place: its head, where the rows just claimed leave index entries not yet cleaned.
     return f"""
         WITH RECURSIVE pending_shares(owner_id, tenant, due_at, depth) AS (
-            (SELECT owner_id, COALESCE(tenant_id, 0), next_attempt_at, 1 FROM {table}
-             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, 0)) > (%(owner)s, %(tenant)s)
-             ORDER BY owner_id, COALESCE(tenant_id, 0), next_attempt_at LIMIT 1)
+            (SELECT owner_id, COALESCE(tenant_id, {OWN}), next_attempt_at, 1 FROM {table}
+             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, {OWN})) > (%(owner)s, %(tenant)s)
+             ORDER BY owner_id, COALESCE(tenant_id, {OWN}), next_attempt_at LIMIT 1)
           UNION ALL
             SELECT n.owner_id, n.tenant, n.next_attempt_at, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
-                SELECT d.owner_id, COALESCE(d.tenant_id, 0) AS tenant, d.next_attempt_at FROM {table} d
-                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, 0)) > (p.owner_id, p.tenant)
-                ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT 1) n
+                SELECT d.owner_id, COALESCE(d.tenant_id, {OWN}) AS tenant, d.next_attempt_at FROM {table} d
+                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, {OWN})) > (p.owner_id, p.tenant)
+                ORDER BY d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at LIMIT 1) n
             WHERE p.depth < %(scan)s
         )"""
 
@@ -171,10 +151,10 @@ def due_sample(now, count: int) -> list[int]:
                 SELECT d.attempt_count FROM (SELECT * FROM pending_shares WHERE due_at <= %(now)s LIMIT 1) p
                 CROSS JOIN LATERAL (
                     SELECT d.attempt_count FROM {table} d
-                    WHERE (d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at)
+                    WHERE (d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at)
                           BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
                       AND d.status = %(pending)s
-                    ORDER BY d.owner_id, COALESCE(d.tenant_id, 0), d.next_attempt_at LIMIT %(count)s) d""",
+                    ORDER BY d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at LIMIT %(count)s) d""",
             {"pending": DeliveryStatus.PENDING, "owner": 0, "tenant": 0, "now": now, "count": count,
              "scan": SHARES_PER_CLAIM * 40})
         return [row[0] for row in cursor.fetchall()]
@@ -185,18 +165,18 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
     after the last pair a claim of this process looked at (and wrapping round), so that with more of them than
     that every one gets its turn. A skip scan of the (owner, tenant, next_attempt_at) index of pending rows: one
     index probe per pair with pending rows, not a read of the rows."""
-    global _after_share
     query = f"{_pending_shares()} SELECT owner_id, tenant FROM pending_shares WHERE due_at <= %(now)s LIMIT %(limit)s"
     found: list[tuple[int, int]] = []
     with connection.cursor() as cursor:
-        for after in (_after_share, (0, 0)) if _after_share != (0, 0) else ((0, 0),):
+        cursor_at = CURSORS.after_share
+        for after in (cursor_at, (0, 0)) if cursor_at != (0, 0) else ((0, 0),):
             cursor.execute(query, {"pending": DeliveryStatus.PENDING, "owner": after[0], "tenant": after[1],
                                    "now": now, "limit": SHARES_PER_CLAIM - len(found),
                                    "scan": SHARES_PER_CLAIM * 40})
             found += [share for share in cursor.fetchall() if share not in found]
             if len(found) >= SHARES_PER_CLAIM:
                 break
-    _after_share = found[-1] if len(found) >= SHARES_PER_CLAIM else (0, 0)
+    CURSORS.after_share = found[-1] if len(found) >= SHARES_PER_CLAIM else (0, 0)
     return [tuple(share) for share in found]
 
 
@@ -207,7 +187,6 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
 # row comparisons, statistics sampled after most of a flood was sent made that path look cheaper even with sorts
 # allowed: 120,000 index entries per claim instead of 100.)
 ENDPOINTS_SCANNED_PER_WANTED = 40  # endpoints with pending rows probed per endpoint with due rows a share may use
-_after_endpoint: dict[tuple[int, int], int] = {}  # per share, where its next look at endpoints starts (per process)
 LAST_ENDPOINT = 2**63 - 1
 
 
@@ -219,14 +198,15 @@ def endpoints_with_due_work(now, quotas: dict[tuple[int, int], int], full: list[
     endpoint's backlog, and at most ENDPOINTS_SCANNED_PER_WANTED probes per endpoint wanted (endpoints whose rows
     are all due later cost a probe each; the next look goes on from where this one stopped, so every endpoint's
     turn comes). Also whether a share may have more endpoints with due work than were taken."""
-    if len(_after_endpoint) > 100_000:  # a fairness cursor, not state: forgetting it costs one turn's order
-        _after_endpoint.clear()
+    cursors = CURSORS.after_endpoint
+    if len(cursors) > Cursors.MAX_ENDPOINT_CURSORS:  # forgetting them costs one turn's order
+        cursors.clear()
     found: list[tuple] = []
     wanted = dict(quotas)
     more = False
     # First from each share's cursor to its last endpoint, then (for shares whose range ran out before they found
     # enough) from its first endpoint up to the cursor: two disjoint ranges, so nothing is found twice.
-    ranges = {share: (_after_endpoint.pop(share, 0), LAST_ENDPOINT) for share in quotas}
+    ranges = {share: (cursors.pop(share, 0), LAST_ENDPOINT) for share in quotas}
     for _ in range(2):
         if not ranges:
             break
@@ -236,7 +216,7 @@ def endpoints_with_due_work(now, quotas: dict[tuple[int, int], int], full: list[
         for share in shares:
             wanted[share] -= sum(1 for row in rows if row[:2] == share)
         for share, endpoint in stopped.items():  # it found enough, or probed as many as it may: go on from there
-            _after_endpoint[share] = endpoint
+            cursors[share] = endpoint
             more = True
         ranges = {share: (0, lower) for share, (lower, _) in ranges.items()
                   if share not in stopped and wanted[share] > 0 and lower}
@@ -253,7 +233,7 @@ def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, i
     table = Delivery._meta.db_table
     # Each step orders by the endpoint index's columns after the share's (see above ENDPOINTS_SCANNED_PER_WANTED).
     step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
-               WHERE d.status = %(pending)s AND d.owner_id = s.owner_id AND COALESCE(d.tenant_id, 0) = s.tenant
+               WHERE d.status = %(pending)s AND d.owner_id = s.owner_id AND COALESCE(d.tenant_id, {OWN}) = s.tenant
                  AND d.endpoint_id > {{after}} AND d.endpoint_id <= s.upto
                ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT 1"""
     # A pending row with no due time (a paused subscription's, held) is not usable, and must not make the count
@@ -301,7 +281,7 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
                 CROSS JOIN LATERAL (
                     SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id, d.next_attempt_at, d.ctid
                     FROM {table} d
-                    WHERE d.status = %(pending)s AND d.owner_id = o.owner_id AND COALESCE(d.tenant_id, 0) = o.tenant
+                    WHERE d.status = %(pending)s AND d.owner_id = o.owner_id AND COALESCE(d.tenant_id, {OWN}) = o.tenant
                       AND (d.endpoint_id, d.next_attempt_at, d.id) > (o.endpoint_id, o.after_time, o.after_id)
                       AND (d.endpoint_id, d.next_attempt_at) <= (o.endpoint_id, %(now)s)
                     ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT o.wanted) c
@@ -311,29 +291,3 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
              "times": [after[k][0] for k in keys], "ids": [after[k][1] for k in keys],
              "wanted": [wanted[k] for k in keys], "now": now, "pending": DeliveryStatus.PENDING})
         return cursor.fetchall()
-
-
-def in_turn(rows: list[tuple]) -> list[tuple]:
-    """`rows` (id, endpoint, subscription, batch size, owner, tenant[, ctid]), oldest first within each endpoint,
-    reordered so that owners take turns, within an owner its tenants (and its own rows) take turns, and within
-    those their endpoints. The owner to go first rotates from claim to claim, so no owner is always last when the
-    batch is smaller than the number of owners."""
-    by_owner: dict = {}
-    for row in rows:
-        by_owner.setdefault(row[4], {}).setdefault(row[5] or OWN, {}).setdefault(row[1], []).append(row[:4] + row[6:])
-    queues = [_round_robin([_round_robin(list(endpoints.values())) for endpoints in tenants.values()])
-              for tenants in by_owner.values()]
-    if queues:
-        turn = next(_turns) % len(queues)
-        queues = queues[turn:] + queues[:turn]
-    return _round_robin(queues)
-
-
-def _round_robin(sequences: list[list]) -> list:
-    ordered, depth = [], max((len(s) for s in sequences), default=0)
-    for index in range(depth):
-        ordered += [sequence[index] for sequence in sequences if index < len(sequence)]
-    return ordered
-
-
-_turns = itertools.count()

@@ -54,17 +54,17 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares)
     taken: Counter = Counter()
     ids, batching, used, subscriptions, at = [], {}, 0.0, set(), {}
-    for delivery_id, endpoint_id, subscription_id, batch, *where in due:
-        weight = 1 / batch
-        if taken[endpoint_id] + in_flight[endpoint_id] + weight <= per_endpoint + 1e-9:
-            taken[endpoint_id] += weight
-            ids.append(delivery_id)
-            if where:
-                at[delivery_id] = where[0]
-            subscriptions.add(subscription_id)
+    for row in due:
+        weight = 1 / row.batch
+        if taken[row.endpoint] + in_flight[row.endpoint] + weight <= per_endpoint + 1e-9:
+            taken[row.endpoint] += weight
+            ids.append(row.id)
+            if row.where:
+                at[row.id] = row.where
+            subscriptions.add(row.subscription)
             used += weight
-            if batch > 1:
-                batching[subscription_id] = batch
+            if row.batch > 1:
+                batching[row.subscription] = row.batch
             if used >= limit:
                 break
     # Endpoints without room were not read: their due rows wait for the sends in flight, and the pump must look
