@@ -9,6 +9,7 @@ rule and quota holds on every path.
     removal       deleting a subscription or a topic (a tenant too locks this way): a 409 while sending
     catalog       the catalog's checks at publish time (schemas compiled once per process, metered)
     event_types   the catalog's entries: create, update, delete
+    quotas        what one owner or tenant may take of what all share: the one home of every quota
 
 May use: state, plumbing.
 """

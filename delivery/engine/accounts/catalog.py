@@ -19,7 +19,6 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import json_schema, schema_budget
 from subscriptions.models import EventType
 
-MAX_EVENT_TYPES_PER_OWNER = 1000
 _compiled: dict[str, object] = {}
 COMPILED_MAX = 1000
 

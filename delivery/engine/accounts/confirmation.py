@@ -21,10 +21,12 @@ from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald, public_url
-from delivery.engine.plumbing import clock, queues, quotas
+from delivery.engine.accounts import quotas
+from delivery.engine.plumbing import clock, queues
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.rules import answers, storable, wire
+from delivery.rules.send_shares import share_of
 from delivery.transport import sender
 from subscriptions.models import Subscription
 
@@ -160,7 +162,7 @@ def start_handshakes(now, limit: int, *, transport, start_by=None) -> dict:
         token = current_token(subscription)
         future = transport.submit(handshake(subscription, token, now), timeout=HANDSHAKE_TIMEOUT_SECONDS,
                                   key=subscription.endpoint_id, start_by=start_by,
-                                  share=(subscription.topic.owner_id, subscription.tenant_id or 0))
+                                  share=share_of(subscription.topic.owner_id, subscription.tenant_id))
         started[future] = Handshake(subscription.id, token, subscription.confirmation_send_at)
     return started
 

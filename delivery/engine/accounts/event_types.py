@@ -9,7 +9,7 @@ keep it, new choices cannot take it.
 
 from django.db import IntegrityError, connection, transaction
 
-from delivery.engine.accounts import catalog
+from delivery.engine.accounts import catalog, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import catalog_entry
 from subscriptions.models import EventType, Subscription
@@ -56,9 +56,7 @@ def event_type_create(*, owner, **fields) -> EventType:
     found = problems(changes=fields)
     if found:
         raise ApplicationError.of_problems(found)
-    if EventType.objects.filter(owner=owner).count() >= catalog.MAX_EVENT_TYPES_PER_OWNER:
-        raise ApplicationError(f"Your catalog has {catalog.MAX_EVENT_TYPES_PER_OWNER} event types, the most it "
-                               f"may have.")
+    quotas.event_types(owner)
     return _saved(EventType(owner=owner, **fields))
 
 

@@ -8,9 +8,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, policies, tenancy
+from delivery.engine.accounts import catalog, policies, quotas
 from delivery.engine.accounts.confirmation import confirmation_request
-from delivery.engine.plumbing import clock, quotas
+from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
@@ -210,7 +210,7 @@ def subscription_create(
             return existing, None
         quotas.subscriptions(topic.owner)
         if tenant is not None:
-            tenancy.subscription_room(tenant, url=url)
+            quotas.tenant_subscriptions(tenant, url=url)
         confirmed = not herald.REQUIRE_CONFIRMATION
         subscription = Subscription.objects.create(
             topic=topic,
@@ -274,7 +274,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     with transaction.atomic():
         if "endpoint" in changes:  # within the tenant's endpoint quota, like a new subscription
             if subscription.tenant_id is not None:
-                tenancy.endpoint_room(subscription.tenant, url=changes["endpoint"], leaving=subscription.endpoint.url)
+                quotas.tenant_endpoints(subscription.tenant, url=changes["endpoint"], leaving=subscription.endpoint.url)
             changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
                                                tenant=subscription.tenant)
         if scheme is not None and scheme != subscription.signature_scheme:  # after the checks: nothing half-done

@@ -12,7 +12,6 @@ answers 404, as another owner's objects do.
 
 import hashlib
 import secrets
-from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -21,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald, public_url
-from delivery.engine.accounts import removal
+from delivery.engine.accounts import quotas, removal
 from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery
@@ -53,10 +52,7 @@ def tenant_create(*, owner, external_id: str, name: str = "", metadata: dict | N
         raise ApplicationError.of_problems(found)
     existing = Tenant.objects.filter(owner=owner, external_id=external_id).first()
     if existing is None:
-        limit = herald.MAX_TENANTS_PER_OWNER
-        if Tenant.objects.filter(owner=owner).count() >= limit:
-            raise ApplicationError(f"You have {limit} tenants, the most one owner may have "
-                                   f"(HERALD_MAX_TENANTS_PER_OWNER).")
+        quotas.tenants(owner)
         try:
             with transaction.atomic():
                 return Tenant.objects.create(owner=owner, external_id=external_id, name=name or external_id,
@@ -101,7 +97,7 @@ def tenant_delete(*, tenant: Tenant, now=None) -> None:
     lease ran out (its worker died) is not waited for."""
     now = now or clock.now()
     with transaction.atomic():
-        _lock(tenant)
+        quotas.lock_tenant(tenant)
         # The order every delete locks in (removal.locked): endpoints first, as a health transition does.
         sending = removal.locked(endpoints=Endpoint.objects.filter(tenant=tenant),
                                  subscriptions=Subscription.objects.filter(tenant=tenant),
@@ -121,10 +117,7 @@ def _hash(key: str) -> str:
 
 def tenant_key_create(*, tenant: Tenant, name: str = "", read_only: bool = False) -> tuple[TenantKey, str]:
     """(key record, the key itself): the key is shown to the caller this once and stored only as its hash."""
-    live = TenantKey.objects.filter(tenant=tenant, revoked_at=None).count()
-    if live >= herald.MAX_KEYS_PER_TENANT:
-        raise ApplicationError(f"This tenant has {live} keys, the most one may have (HERALD_MAX_KEYS_PER_TENANT); "
-                               f"revoke one first.")
+    quotas.tenant_keys(tenant)
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     record = TenantKey.objects.create(tenant=tenant, name=name, prefix=plaintext[:12], key_hash=_hash(plaintext),
                                       read_only=read_only)
@@ -209,38 +202,3 @@ def portal_access(token: str, now=None) -> tuple[TenantAccess, int]:
         raise LinkRefused("This link has expired; open the page again from the app that gave it to you.",
                           owner_id=tenant.owner_id, expired_for=moment - expires)
     return TenantAccess(tenant, bool(read_only), "portal"), expires
-
-
-def subscription_room(tenant: Tenant, *, url: str) -> None:
-    """Before a tenant's new subscription to `url` (normalized): room for one more, and for one more endpoint if
-    the tenant does not use `url` yet. Inside the caller's transaction."""
-    _lock(tenant)
-    limit = herald.MAX_SUBSCRIPTIONS_PER_TENANT
-    if Subscription.objects.filter(tenant=tenant).count() >= limit:
-        raise ApplicationError(f"This tenant has {limit} subscriptions, the most one tenant may have "
-                               f"(HERALD_MAX_SUBSCRIPTIONS_PER_TENANT); delete some first.")
-    endpoint_room(tenant, url=url)
-
-
-def endpoint_room(tenant: Tenant, *, url: str, leaving: str | None = None) -> None:
-    """Before one of a tenant's subscriptions uses `url` (normalized; a new subscription, or one whose URL
-    changes): room for it among the tenant's endpoints, unless the tenant uses it already. `leaving`: the URL a
-    moving subscription leaves, no longer counted when no other subscription of the tenant uses it. Every door
-    that changes a URL (the API's create and PATCH, the portal, the admin, Python) comes through here; inside the
-    caller's transaction, one change of a tenant's endpoints at a time."""
-    _lock(tenant)
-    using = Counter(Subscription.objects.filter(tenant=tenant).values_list("endpoint__url", flat=True))
-    if url in using:
-        return
-    if leaving is not None and using[leaving] <= 1:
-        using.pop(leaving, None)
-    limit = herald.MAX_ENDPOINTS_PER_TENANT
-    if len(using) >= limit:
-        raise ApplicationError(f"This tenant has {len(using)} endpoints, the most one tenant may have is {limit} "
-                               f"(HERALD_MAX_ENDPOINTS_PER_TENANT); remove the subscriptions of one first.",
-                               field="endpoint")
-
-
-def _lock(tenant: Tenant) -> None:
-    """Quota checks of one tenant one at a time: a second waits for the first's commit, then counts it."""
-    Tenant.objects.select_for_update().filter(id=tenant.id).first()

@@ -1,7 +1,8 @@
 """What is due and who holds it: the claim of due deliveries, fair across owners, tenants and endpoints, and the
 lease under which a claimed delivery is attempted and written back.
 
-    due_work    the claim's query: due rows in rooms per owner, tenant and endpoint (send shares)
+    due_work    the claim's reads: due rows in rooms per owner, tenant and endpoint, in the turns and parts of
+                rules/claim_turns.py and rules/send_shares.py
     read_plans  how those reads are planned: in their index's order, whatever the statistics
     leases      claim under a lease, write back under it, give back what a crash left behind
 

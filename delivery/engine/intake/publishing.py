@@ -20,9 +20,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, tenancy
+from delivery.engine.accounts import catalog, quotas, tenancy
 from delivery.engine.intake import fanout
-from delivery.engine.plumbing import clock, counters, quotas, tracing
+from delivery.engine.plumbing import clock, counters, tracing
 from delivery.engine.plumbing.database import after_commit, in_callers_transaction, insert, insert_together
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering

@@ -13,8 +13,9 @@ from datetime import timedelta
 from django.db import transaction
 
 from delivery.conf import herald
+from delivery.engine.accounts import quotas
 from delivery.engine.intake import fanout
-from delivery.engine.plumbing import clock, quotas
+from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery, Message, Replay

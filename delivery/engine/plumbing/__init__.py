@@ -5,12 +5,11 @@
     redis_link    the one Redis connection (and its retries)
     availability  waiting for PostgreSQL and Redis, at start-up as later; a process exits only when asked
     queues        asking for pumps and deliver jobs on RQ's queues (by name: the jobs import from above)
-    database      acting once the caller's transaction commits (robust: a failure is logged); statements compiled
-                  once per process, bound cursors and array parameters for the hot paths
+    database      acting once the caller's transaction commits (robust: a failure is logged); bound cursors and
+                  array parameters for the hot paths
     counters      the operators' figures, tallied per process and added to Redis once a second
     tracing       OpenTelemetry, when it is installed and asked for
     wakeup        waking the scheduler after a commit
-    quotas        per-owner quotas: what one owner or tenant may take of what all share (every path asks)
 
 May use: delivery.rules, delivery.transport, the models. Imports no other wing.
 """

@@ -28,6 +28,7 @@ from delivery.engine.state import health, transitions
 from delivery.engine.state.effective import subscription_policy_or_default
 from delivery.models import Delivery
 from delivery.rules import circuit, decisions
+from delivery.rules.send_shares import share_of
 from delivery.rules.vocabulary import AttemptOutcome, AttemptQueue, DeadLetterReason
 from delivery.transport import sender
 from subscriptions.models import Subscription
@@ -156,7 +157,7 @@ def start_sends(claimed: list[Delivery], label: str | None, now, *, start_by=Non
                 deadline = min(deadline, start_by)
             with tracing.quiet_http():  # a host's HTTP instrumentation adds no span or header of its own
                 sent = submit(request, timeout=policy.timeout_seconds, key=leader.endpoint_id,
-                              share=(leader.owner_id, leader.tenant_id or 0), start_by=deadline)
+                              share=share_of(leader.owner_id, leader.tenant_id), start_by=deadline)
             members = [sent] if len(unit) == 1 else outgoing.fan_in(sent, len(unit))
             for n, (future, (delivery, policy), number) in enumerate(zip(members, unit, numbers, strict=True)):
                 queue = AttemptQueue.PROBE if delivery.id in probes else label or queue_label(delivery)

@@ -1,4 +1,4 @@
-"""Per-owner quotas (delivery/engine/plumbing/quotas.py) through the API: one owner's subscriptions, replays and resent
+"""Per-owner quotas (delivery/engine/accounts/quotas.py) through the API: one owner's subscriptions, replays and resent
 confirmations are bounded, each refusal names its setting, the time-bound ones say when to try again (429 with
 Retry-After), and another owner is not affected. Time is passed in where the quota counts it."""
 
@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from delivery.engine.accounts import confirmation
-from delivery.engine.plumbing import quotas
+from delivery.engine.accounts import confirmation, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Replay
 from subscriptions.models import Endpoint, Subscription

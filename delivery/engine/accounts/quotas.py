@@ -1,5 +1,11 @@
-"""Per-owner quotas: what one owner (or one of its tenants) may take of what every owner shares, each a setting with
-a default, each refusal naming its limit (docs/security.md, docs/tenants.md).
+"""Quotas, in one place: what one owner (or one of its tenants) may take of what every owner shares, each a setting
+with a default, each refusal naming its limit (docs/security.md, docs/tenants.md). Every door's service asks here.
+
+    HERALD_MAX_TENANTS_PER_OWNER         tenants of one owner                                    400
+    HERALD_MAX_KEYS_PER_TENANT           live API keys of one tenant                             400
+    HERALD_MAX_SUBSCRIPTIONS_PER_TENANT  subscriptions of one tenant                             400
+    HERALD_MAX_ENDPOINTS_PER_TENANT      distinct endpoint URLs of one tenant's subscriptions    400
+    MAX_EVENT_TYPES_PER_OWNER            event types in one owner's catalog (1,000)              400
 
     HERALD_MAX_SUBSCRIPTIONS_PER_OWNER   subscriptions across the owner's topics (its tenants' too)   400
     HERALD_MAX_REPLAYS_PER_HOUR          replays of the owner's own subscriptions in an hour   429, Retry-After
@@ -15,16 +21,43 @@ a default, each refusal naming its limit (docs/security.md, docs/tenants.md).
 Redis, as sending them does; without it the request fails as a whole (503), nothing half-done.
 """
 
+from collections import Counter
 from datetime import timedelta
 
 from delivery.conf import herald
 from delivery.engine.plumbing import redis_link
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Replay
+from delivery.rules.send_shares import share_of
 from delivery.rules.vocabulary import AttemptQueue
-from subscriptions.models import Subscription
+from subscriptions.models import EventType, Subscription, Tenant, TenantKey
 
 HOUR = 3600
+MAX_EVENT_TYPES_PER_OWNER = 1000
+
+
+def tenants(owner) -> None:
+    """Before an owner's new tenant."""
+    limit = herald.MAX_TENANTS_PER_OWNER
+    if Tenant.objects.filter(owner=owner).count() >= limit:
+        raise ApplicationError(f"You have {limit} tenants, the most one owner may have "
+                               f"(HERALD_MAX_TENANTS_PER_OWNER).")
+
+
+def tenant_keys(tenant: Tenant) -> None:
+    """Before a tenant's new API key."""
+    live = TenantKey.objects.filter(tenant=tenant, revoked_at=None).count()
+    if live >= herald.MAX_KEYS_PER_TENANT:
+        raise ApplicationError(f"This tenant has {live} keys, the most one may have (HERALD_MAX_KEYS_PER_TENANT); "
+                               f"revoke one first.")
+
+
+def event_types(owner) -> None:
+    """Before an owner's new event type: a catalog is compiled and kept per process, so its size is bounded."""
+    if EventType.objects.filter(owner=owner).count() >= MAX_EVENT_TYPES_PER_OWNER:
+        raise ApplicationError(f"Your catalog has {MAX_EVENT_TYPES_PER_OWNER} event types, the most it may have.")
+
+
 
 
 def subscriptions(owner) -> None:
@@ -102,7 +135,8 @@ def _resend_key(subscription: Subscription, now) -> str:
     """The clock hour's (a fixed window) count of resends: the owner's own subscriptions share one allowance, each
     tenant has one of its own (same size)."""
     window = int(now.timestamp()) // HOUR
-    return f"herald:quota:resend:owner:{subscription.topic.owner_id}:{subscription.tenant_id or 0}:{window}"
+    owner, tenant = share_of(subscription.topic.owner_id, subscription.tenant_id)
+    return f"herald:quota:resend:owner:{owner}:{tenant}:{window}"
 
 
 def resend_given_back(subscription: Subscription, now) -> None:
@@ -142,3 +176,38 @@ def handshake(subscription: Subscription, now) -> None:
         raise ApplicationError(f"{limit} confirmation requests were sent this hour, the most {who} may send "
                                f"({setting}); nothing was changed. Try again in {wait} s.", status_code=429,
                                retry_after=wait)
+
+
+def tenant_subscriptions(tenant: Tenant, *, url: str) -> None:
+    """Before a tenant's new subscription to `url` (normalized): room for one more, and for one more endpoint if
+    the tenant does not use `url` yet. Inside the caller's transaction."""
+    lock_tenant(tenant)
+    limit = herald.MAX_SUBSCRIPTIONS_PER_TENANT
+    if Subscription.objects.filter(tenant=tenant).count() >= limit:
+        raise ApplicationError(f"This tenant has {limit} subscriptions, the most one tenant may have "
+                               f"(HERALD_MAX_SUBSCRIPTIONS_PER_TENANT); delete some first.")
+    tenant_endpoints(tenant, url=url)
+
+
+def tenant_endpoints(tenant: Tenant, *, url: str, leaving: str | None = None) -> None:
+    """Before one of a tenant's subscriptions uses `url` (normalized; a new subscription, or one whose URL
+    changes): room for it among the tenant's endpoints, unless the tenant uses it already. `leaving`: the URL a
+    moving subscription leaves, no longer counted when no other subscription of the tenant uses it. Every door
+    that changes a URL (the API's create and PATCH, the portal, the admin, Python) comes through here; inside the
+    caller's transaction, one change of a tenant's endpoints at a time."""
+    lock_tenant(tenant)
+    using = Counter(Subscription.objects.filter(tenant=tenant).values_list("endpoint__url", flat=True))
+    if url in using:
+        return
+    if leaving is not None and using[leaving] <= 1:
+        using.pop(leaving, None)
+    limit = herald.MAX_ENDPOINTS_PER_TENANT
+    if len(using) >= limit:
+        raise ApplicationError(f"This tenant has {len(using)} endpoints, the most one tenant may have is {limit} "
+                               f"(HERALD_MAX_ENDPOINTS_PER_TENANT); remove the subscriptions of one first.",
+                               field="endpoint")
+
+
+def lock_tenant(tenant: Tenant) -> None:
+    """Quota checks of one tenant one at a time: a second waits for the first's commit, then counts it."""
+    Tenant.objects.select_for_update().filter(id=tenant.id).first()
