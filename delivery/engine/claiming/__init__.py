@@ -5,6 +5,7 @@ lease under which a claimed delivery is attempted and written back.
                 rules/claim_turns.py and rules/send_shares.py
     read_plans  how those reads are planned: in their index's order, whatever the statistics
     leases      claim under a lease, write back under it, give back what a crash left behind
+    throttle    when a claimed row may go: its subscription's rate limit (SNS's maxReceivesPerSecond)
 
 May use: state, plumbing.
 """

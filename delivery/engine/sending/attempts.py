@@ -20,9 +20,9 @@ from datetime import timedelta
 from django.db import InterfaceError, OperationalError, connection
 
 from delivery.conf import herald
-from delivery.engine.claiming import leases
+from delivery.engine.claiming import leases, throttle
 from delivery.engine.plumbing import clock, tracing
-from delivery.engine.sending import journal, outgoing, recording, spans, throttle
+from delivery.engine.sending import journal, outgoing, recording, spans
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import health, transitions
 from delivery.engine.state.effective import subscription_policy_or_default

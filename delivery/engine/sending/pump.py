@@ -1,5 +1,6 @@
 """The pump: a worker's delivery loop. It takes due rows from the database in bulk, keeps the transport full, and
-records results as they complete, until nothing is due and nothing is in flight.
+records results as they complete, until nothing is due and nothing is in flight. Its decisions of pace (when to
+look, how much to claim) are rules/pump_pace.py's.
 
 - The unit of work follows what is due: each claim takes up to the free send slots (HERALD_MAX_IN_FLIGHT less
   what is in flight), however publishes arrived; a backlog drains in batches of hundreds.
@@ -10,8 +11,8 @@ records results as they complete, until nothing is due and nothing is in flight.
   new work whenever one is wanted, and lingers HERALD_PUMP_LINGER_SECONDS after its last work, watching for more,
   before it hands the worker back to RQ.
 - A pump claims for HERALD_PUMP_SECONDS at most, then hands what is in flight to the next pump of its process
-  (`HandedOver`) and asks for a successor, so RQ's bookkeeping (job timeouts, worker heartbeats) stays meaningful. A
-  worker asked to stop stops claiming at once and finishes what is in flight.
+  (engine/sending/handover.py) and asks for a successor, so RQ's bookkeeping (job timeouts, worker heartbeats)
+  stays meaningful. A worker asked to stop stops claiming at once and finishes what is in flight.
 """
 
 import logging
@@ -20,30 +21,18 @@ import socket
 import threading
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED
-from concurrent.futures import wait as concurrent_wait
-
-from django.db import DatabaseError, close_old_connections, connections
 
 from delivery.conf import herald
 from delivery.engine.accounts import confirmation
 from delivery.engine.claiming import leases
 from delivery.engine.plumbing import counters, queues
 from delivery.engine.plumbing.clock import now as database_now
-from delivery.engine.sending import attempts, journal
+from delivery.engine.sending import attempts, handover, journal
+from delivery.rules.pump_pace import Pace
 from delivery.transport import sender
 
 log = logging.getLogger(__name__)
-LOOK_INTERVAL_SECONDS = 0.25  # while sends are in flight and nothing new is wanted, look for due work this often
 WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new work was published
-# At most this many rows per claim: the pump takes in the answers between claims, so a backlog fills the transport in
-# a few rounds instead of one long one during which answers pile up unread (and a crash would repeat them all).
-CLAIM_BATCH = 64
-# New work announced while a backlog drains (another owner's publish, say) is looked for this often and taken by a
-# claim of this size at once, before the next full claim: a fresh delivery waits for the step in progress, not for
-# the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
-ANNOUNCED_LOOK_SECONDS = 0.02
-ANNOUNCED_BATCH = 8
 # A pump whose time is up waits this long for its answers, then hands what is still in flight to its successor: no
 # claims are made meanwhile (a second's wait put 0.8 s into the p99 of a quiet tenant beside silent endpoints).
 HAND_OVER_SECONDS = 0.1
@@ -51,293 +40,115 @@ HAND_OVER_SECONDS = 0.1
 AHEAD_AFTER_MS = 50
 HANDSHAKES_PER_CLAIM = 16  # confirmation requests started per claim (each waits for its endpoint's room)
 stopping = threading.Event()  # set by the worker on SIGTERM/SIGINT
-
-
-class HandedOver:
-    """Sends a pump still had in flight when its time was up, left on the process's transport. The next pump of
-    this process takes over those still in flight (it counts them in their endpoints' rooms and records them as they
-    complete); a recorder thread of the process records those that complete before (another worker may have taken
-    the successor). A pump's successor thus never waits for a send that may take its whole timeout: an endpoint that
-    accepts and never answers (15 s) kept both workers from claiming for seconds at each hand-over, a quiet tenant's
-    fresh deliveries with them. Each answer is in the journal as it arrives, as always; a worker asked to stop
-    records what is left before it exits (`settle_handed_over`), and past their lease the reconciler would."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.waiting: dict = {}  # transport → (futures, probes, handshakes)
-        self.recorder: threading.Thread | None = None
-        self.wake = threading.Event()
-        self.closing = threading.Event()  # the worker is stopping: the recorder ends, `settle_handed_over` records
-
-    def leave(self, transport, futures: dict, probes: set[int], handshakes: dict) -> None:
-        with self.lock:
-            left = self.waiting.setdefault(transport, ({}, set(), {}))
-            left[0].update(futures)
-            ids = {sending.delivery.id for sending in futures.values()}
-            left[1].update(probes & ids)
-            left[2].update(handshakes)
-            if not self.closing.is_set() and (self.recorder is None or not self.recorder.is_alive()):
-                self.recorder = threading.Thread(target=self._record_forever, name="herald-handed-over",
-                                                 daemon=True)
-                self.recorder.start()
-        self.wake.set()
-
-    def take(self, transport, *, done_only: bool = False) -> tuple[dict, set[int], dict]:
-        """What was left on `transport` (only what has completed, with `done_only`), no longer left."""
-        with self.lock:
-            if not done_only:
-                return self.waiting.pop(transport, ({}, set(), {}))
-            futures, probes, handshakes = self.waiting.get(transport, ({}, set(), {}))
-            done = {f: s for f, s in futures.items() if f.done()}
-            finished = {f: h for f, h in handshakes.items() if f.done()}
-            for future in done:
-                del futures[future]
-            for future in finished:
-                del handshakes[future]
-            taken_probes = probes & {sending.delivery.id for sending in done.values()}
-            probes -= taken_probes
-            if not futures and not handshakes:
-                self.waiting.pop(transport, None)
-            return done, taken_probes, finished
-
-    def transports(self) -> list:
-        with self.lock:
-            return list(self.waiting)
-
-    def in_flight(self) -> list:
-        with self.lock:
-            return [f for futures, _, handshakes in self.waiting.values() for f in (*futures, *handshakes)]
-
-    def _record_forever(self) -> None:
-        while not self.closing.is_set():
-            try:
-                waiting = self.in_flight()
-                if not waiting:
-                    connections.close_all()  # this thread's own: nothing to record for now
-                    self.wake.wait(1.0)
-                    self.wake.clear()
-                    continue
-                concurrent_wait(waiting, timeout=1.0, return_when=FIRST_COMPLETED)
-                time.sleep(attempts.GROUP_SECONDS)  # a group, not one statement per answer
-                for transport in self.transports():
-                    record_left(transport, self.take(transport, done_only=True), database_now)
-            except Exception:  # never ends the thread: what is left waits for the next look
-                log.exception("recording sends handed over by a pump failed; trying again")
-                time.sleep(1.0)
-        connections.close_all()
-
-
-def record_left(transport, left: tuple[dict, set[int], dict], clock) -> bool:
-    """Record sends (and handshakes) that were handed over and have completed. What the database could not take now
-    (it is away) is left again, to be tried later; any other failure is logged and left to the reconciler (the
-    answers are in the journal), so that one bad row cannot hold back the others. Never raises; whether all of it
-    was recorded."""
-    futures, probes, handshakes = left
-    close_old_connections()  # this thread's connection, across a database restart
-    kept: tuple[dict, set[int], dict] = ({}, set(), {})
-    for future, handshake in handshakes.items():
-        try:
-            if not future.cancelled():
-                confirmation.record_handshake(handshake, future.result(), clock())
-        except DatabaseError:
-            kept[2][future] = handshake
-        except Exception:
-            log.exception("a confirmation request handed over by a pump could not be recorded")
-    if futures:
-        try:
-            attempts.record_sends(set(futures), futures, probes, clock())
-        except DatabaseError:
-            kept[0].update(futures)
-            kept[1].update(probes)
-        except Exception:
-            log.exception("%d sends handed over by a pump could not be recorded; the reconciler records them from "
-                          "the journal once their leases end", len(futures))
-    if kept[0] or kept[2]:
-        log.warning("sends handed over by a pump could not be recorded yet (the database); trying again")
-        handed_over.leave(transport, *kept)
-        time.sleep(1.0)
-        return False
-    return True
-
-
-handed_over = HandedOver()
-
-
-def settle_handed_over(clock=database_now) -> None:
-    """Record what a pump handed over and no pump took (the worker is stopping): wait for the answers, as a pump
-    that stops does, and try the database for a few seconds. What cannot be recorded is left to the reconciler
-    (the answers are in the journal). Never raises."""
-    handed_over.closing.set()
-    handed_over.wake.set()
-    recorder = handed_over.recorder
-    if recorder is not None:
-        recorder.join(5.0)
-    deadline = time.monotonic() + herald.SEND_START_WINDOW_SECONDS + attempts.MAX_TIMEOUT_SECONDS
-    tries = 5
-    while handed_over.transports() and tries:
-        for transport in handed_over.transports():
-            futures, probes, handshakes = handed_over.take(transport)
-            concurrent_wait([*futures, *handshakes], timeout=max(0.0, deadline - time.monotonic()))
-            done = {f: s for f, s in futures.items() if f.done()}
-            if not record_left(transport, (done, probes, {f: h for f, h in handshakes.items() if f.done()}), clock):
-                tries -= 1
-    if handed_over.transports():
-        log.warning("sends handed over by a pump were not recorded before the worker stopped; the reconciler records "
-                    "them from the journal once their leases end")
-    handed_over.closing.clear()  # (a process that goes on, as tests do, hands over again)
-
-
 PROCESS = f"{socket.gethostname()}:{os.getpid()}"  # how the operators' figures name this process's send slots
 
 
-class Pace:
-    """The pump's loop state, and its decisions by name: when to look for due work, how much to claim, when to look
-    for handshakes. Times are `time.monotonic()` readings, passed in."""
+class Drain:
+    """One pump's loop: what it has in flight, and the loop's steps by name (`run`)."""
 
-    def __init__(self, seen: int, stalls: int):
-        self.last_look = 0.0
-        self.more_due = True  # the last look found work or left some (endpoint room, batch size)
-        self.freed = True  # sends completed (or gave their slot back) since the last look
-        self.seen = seen  # the work sequence last seen: a change means new work was announced
-        self.handshakes_look_at = 0.0
-        self.announced_look_at = 0.0
-        self.stalls = stalls
-        self.slots_report_at = 0.0
+    def __init__(self, queue_name: str, transport, clock):
+        self.queue_name, self.transport, self.clock = queue_name, transport, clock
+        self.claim_until = time.monotonic() + herald.PUMP_SECONDS
+        self.sent = 0
+        self.pace = Pace(queues.work_sequence(queue_name), getattr(transport, "stalls", 0))
+        self.answered: set = set()  # sends completed, recorded after the claim that refills their slots
+        self.answering: set[int] = set()  # endpoints answering 2xx: their next round is claimed ahead
+        # What the previous pump of this process handed over: in flight still, counted and recorded here.
+        # (handshakes: {future: confirmation.Handshake})
+        self.futures, self.probes, self.handshakes = handover.handed_over.take(transport)
 
-    def claim_size(self, moment: float, announced: int | None) -> tuple[bool, int]:
-        """(look now, how many rows at most). A look is due when the last one left work and sends completed since,
-        or LOOK_INTERVAL_SECONDS passed; new work announced since (`announced`, the work sequence when it was read,
-        else None) is taken at once by a small claim, before the next full one, unless a full one is due now
-        anyway (it shares its rows across owners and tenants in turn, the announced work's too; a small claim
-        before it would split one refill into two claims: the scheduler announces a backlog's due rows each
-        tick)."""
-        look = (self.more_due and self.freed) or moment - self.last_look >= LOOK_INTERVAL_SECONDS
-        if announced is not None and announced != self.seen:
-            self.seen = announced
-            if not look:
-                return True, ANNOUNCED_BATCH
-        return look, CLAIM_BATCH
+    def run(self) -> None:
+        while True:
+            claiming = time.monotonic() < self.claim_until and not stopping.is_set()
+            free = self.free_slots()
+            if claiming and free > 0:
+                self.claim(free)
+            self.record_and_report()
+            if self.time_to_hand_over(claiming):
+                # Time is up: what is still in flight after a short wait goes to the successor.
+                handover.handed_over.leave(self.transport, self.futures, self.probes, self.handshakes)
+                self.futures, self.handshakes = {}, {}
+                return
+            if self.futures or self.handshakes:
+                self.take_answers(claiming, free)
+                continue
+            if self.pace.more_due and claiming:
+                self.pace.freed = True
+                continue
+            if not claiming or not self.more_announced():
+                return
 
-    def time_to_read_announcements(self, moment: float) -> bool:
-        if moment < self.announced_look_at:
+    def free_slots(self) -> int:
+        transport = self.transport
+        free = transport.max_in_flight - transport.active  # (stalled sends hold no slot: rules/send_shares)
+        if not journal.writable():  # what cannot be journaled would be resent after a crash: send little
+            free = min(free, journal.CAUTIOUS_IN_FLIGHT - transport.pending)
+        return free
+
+    def claim(self, free: int) -> None:
+        pace = self.pace
+        announced = (queues.work_sequence(self.queue_name) if pace.time_to_read_announcements(time.monotonic())
+                     else None)
+        look, batch = pace.claim_size(time.monotonic(), announced)
+        if not look:
+            return
+        moment, now = time.monotonic(), self.clock()
+        if pace.time_for_handshakes(moment):
+            self.handshakes.update(confirmation.start_handshakes(
+                now, min(free, HANDSHAKES_PER_CLAIM), transport=self.transport,
+                start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
+        taken, more = claim_and_start(self.futures, self.probes, min(free, batch), herald.MAX_IN_FLIGHT_PER_ENDPOINT,
+                                      transport=self.transport, now=now, answered=self.answered,
+                                      ahead=self.answering)
+        pace.claimed(moment, taken, more, batch, self.transport.pending)
+
+    def record_and_report(self) -> None:
+        if self.answered:
+            self.sent += attempts.record_sends(self.answered, self.futures, self.probes, self.clock())
+            self.answered = set()
+        if self.pace.stalled(getattr(self.transport, "stalls", 0)):
+            self.answering.clear()  # some endpoint stopped answering: none is claimed ahead until it answers again
+        if self.pace.time_to_report_slots(time.monotonic(), counters.SLOTS_REPORT_SECONDS):
+            counters.report_slots(PROCESS, self.transport.active, self.transport.max_in_flight, time.time())
+
+    def time_to_hand_over(self, claiming: bool) -> bool:
+        return bool((self.futures or self.handshakes) and not claiming and not stopping.is_set()
+                    and time.monotonic() >= self.claim_until + HAND_OVER_SECONDS)
+
+    def take_answers(self, claiming: bool, free: int) -> None:
+        wait = 0 if self.pace.claim_next(claiming, free) else WATCH_SECONDS * 5
+        done = attempts.next_group([*self.futures, *self.handshakes], timeout=wait)
+        for future in [future for future in done if future in self.handshakes]:
+            confirmation.record_handshake(self.handshakes.pop(future), future.result(), self.clock())
+        self.answered = {future for future in done if future in self.futures}
+        answers_came(self.answering, self.answered, self.futures)
+        if done:
+            self.pace.freed = True
+
+    def more_announced(self) -> bool:
+        """Linger for new work; whether some was announced."""
+        latest = linger(self.queue_name, self.pace.seen)
+        if latest == self.pace.seen:
             return False
-        self.announced_look_at = moment + ANNOUNCED_LOOK_SECONDS
+        self.pace.announced_while_lingering(latest)
         return True
-
-    def time_for_handshakes(self, moment: float) -> bool:
-        """A cheap look, but not one per claim of a backlog."""
-        if moment < self.handshakes_look_at:
-            return False
-        self.handshakes_look_at = moment + LOOK_INTERVAL_SECONDS
-        return True
-
-    def time_to_report_slots(self, moment: float) -> bool:
-        """Every SLOTS_REPORT_SECONDS: the process's send slots, for the operators' figures."""
-        if moment < self.slots_report_at:
-            return False
-        self.slots_report_at = moment + counters.SLOTS_REPORT_SECONDS
-        return True
-
-    def claimed(self, moment: float, taken: int, more: bool, batch: int, pending: int) -> None:
-        """After a claim of at most `batch` rows took `taken`. A full claim may be followed at once while little is
-        in flight (a cold start, a slow endpoint's backlog); beyond that, claims follow completions. (Up to half
-        the slots instead, 20 endpoints answering in 200 ms drained at 0.95-1.14x their ceiling against 0.80-0.88x,
-        and the chaos run's kill -9 lost 4-5x as many sends to resend: docs/benchmarks.md, "Twenty endpoints
-        answering in 200 ms, again".)"""
-        self.last_look = moment
-        small = batch < CLAIM_BATCH
-        self.more_due = more or (small and self.more_due)
-        self.freed = (taken == batch and pending < 2 * CLAIM_BATCH) or (small and self.freed)
-
-    def stalled(self, stalls: int) -> bool:
-        """A send stalled and gave its slot back: look again. Whether one did since the last call."""
-        if stalls != self.stalls:
-            self.stalls, self.freed = stalls, True
-            return True
-        return False
-
-    def claim_next(self, claiming: bool, free: int) -> bool:
-        return self.freed and self.more_due and claiming and free > 0
-
-    def announced_while_lingering(self, latest: int) -> None:
-        """New work was published while lingering: look at once, handshakes too."""
-        self.more_due, self.freed, self.seen = True, True, latest
-        self.handshakes_look_at = 0.0
 
 
 def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
     """Deliver until nothing is due and nothing is in flight; returns how many requests were sent. `transport`:
     the process's (sender.transport()) unless given; `clock`: what tells the time it claims and records at."""
     queues.pump_started(queue_name)
-    transport = transport or sender.transport()
-    per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
-    claim_until = time.monotonic() + herald.PUMP_SECONDS
-    sent = 0
-    pace = Pace(queues.work_sequence(queue_name), getattr(transport, "stalls", 0))
-    answered: set = set()  # sends completed, recorded after the claim that refills their slots
-    answering: set[int] = set()  # endpoints whose latest answers were all 2xx: their next round is claimed ahead
-    # What the previous pump of this process handed over: in flight still, counted and recorded here.
-    futures, probes, handshakes = handed_over.take(transport)  # handshakes: {future: confirmation.Handshake}
+    loop = Drain(queue_name, transport or sender.transport(), clock)
     try:
-        while True:
-            claiming = time.monotonic() < claim_until and not stopping.is_set()
-            free = transport.max_in_flight - transport.active  # (stalled sends hold no slot: rules/send_shares)
-            if not journal.writable():  # what cannot be journaled would be resent after a crash: send little
-                free = min(free, journal.CAUTIOUS_IN_FLIGHT - transport.pending)
-            if claiming and free > 0:
-                announced = (queues.work_sequence(queue_name) if pace.time_to_read_announcements(time.monotonic())
-                             else None)
-                look, batch = pace.claim_size(time.monotonic(), announced)
-                if look:
-                    moment, now = time.monotonic(), clock()
-                    if pace.time_for_handshakes(moment):
-                        handshakes.update(confirmation.start_handshakes(
-                            now, min(free, HANDSHAKES_PER_CLAIM), transport=transport,
-                            start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
-                    taken, more = claim_and_start(futures, probes, min(free, batch), per_endpoint,
-                                                  transport=transport, now=now, answered=answered,
-                                                  ahead=answering)
-                    pace.claimed(moment, taken, more, batch, transport.pending)
-            if answered:
-                sent += attempts.record_sends(answered, futures, probes, clock())
-                answered = set()
-            if pace.stalled(getattr(transport, "stalls", 0)):
-                answering.clear()  # some endpoint stopped answering: none is claimed ahead until it answers again
-            if pace.time_to_report_slots(time.monotonic()):
-                counters.report_slots(PROCESS, transport.active, transport.max_in_flight, time.time())
-            if (futures or handshakes) and not claiming and not stopping.is_set() and \
-                    time.monotonic() >= claim_until + HAND_OVER_SECONDS:
-                # Time is up: what is still in flight after a short wait goes to the successor.
-                handed_over.leave(transport, futures, probes, handshakes)
-                futures, handshakes = {}, {}
-                break
-            if futures or handshakes:
-                wait = 0 if pace.claim_next(claiming, free) else WATCH_SECONDS * 5
-                done = attempts.next_group([*futures, *handshakes], timeout=wait)
-                for future in [future for future in done if future in handshakes]:
-                    confirmation.record_handshake(handshakes.pop(future), future.result(), clock())
-                answered = {future for future in done if future in futures}
-                answers_came(answering, answered, futures)
-                if done:
-                    pace.freed = True
-                continue
-            if pace.more_due and claiming:
-                pace.freed = True
-                continue
-            if not claiming:
-                break
-            latest = linger(queue_name, pace.seen)
-            if latest == pace.seen:
-                break
-            pace.announced_while_lingering(latest)
+        loop.run()
     except Exception:
-        log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(futures))
-        attempts.settle(futures, [])
+        log.exception("a delivery pump failed; settling the %d deliveries it has in flight", len(loop.futures))
+        attempts.settle(loop.futures, [])
         raise
-    counters.report_slots(PROCESS, transport.active, transport.max_in_flight, time.time())
-    if not stopping.is_set() and time.monotonic() >= claim_until:
+    counters.report_slots(PROCESS, loop.transport.active, loop.transport.max_in_flight, time.time())
+    if not stopping.is_set() and time.monotonic() >= loop.claim_until:
         queues.want_pump(queue_name)  # its time is up, not necessarily the work
-    return sent
+    return loop.sent
 
 
 def answers_came(answering: set[int], answered, futures: dict) -> None:

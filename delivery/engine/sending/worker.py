@@ -29,7 +29,7 @@ from rq.worker import SimpleWorker
 from delivery import heap, heartbeat
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, counters
-from delivery.engine.sending import pump
+from delivery.engine.sending import handover, pump
 from delivery.transport import sender
 
 log = logging.getLogger("herald.worker")
@@ -145,7 +145,7 @@ class HeraldWorker(SimpleWorker):
         try:
             return self._work_until_asked(burst, *args, max_jobs=max_jobs, **kwargs)
         finally:
-            pump.settle_handed_over()  # sends a pump handed over and nothing recorded yet (never raises)
+            handover.settle()  # sends a pump handed over and nothing recorded yet (never raises)
             self._beat.stop()
 
     def _work_until_asked(self, burst: bool, *args, max_jobs: int | None = None, **kwargs) -> bool:

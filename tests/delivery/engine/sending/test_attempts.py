@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from delivery.engine.claiming import leases
-from delivery.engine.sending import attempts, recording, throttle
+from delivery.engine.claiming import leases, throttle
+from delivery.engine.sending import attempts, recording
 from delivery.engine.state import transitions
 from delivery.engine.state.effective import subscription_policy
 from delivery.models import Attempt, Delivery
@@ -68,13 +68,6 @@ def test_gate_by_endpoint_state(three, state, expected):
         assert [d.id for d, _ in allowed] == [three[0]] and probes == {three[0]}
         assert updates == {i: transitions.on_hold() for i in three[1:]}
         assert attempts.gated(ready[1:], {}, now)[0] == []  # the slot is taken until the next interval
-
-
-def test_throttle_script_grants_the_rate_and_says_when_the_next_slot_frees(redis_conn):
-    assert throttle.acquire(7, rate=3, wanted=5, token="a") == (3, pytest.approx(throttle.WINDOW_SECONDS, abs=0.05))
-    granted, wait = throttle.acquire(7, rate=3, wanted=1, token="b")
-    assert granted == 0 and 0 < wait <= throttle.WINDOW_SECONDS
-    assert throttle.acquire(8, rate=3, wanted=1, token="c")[0] == 1  # another subscription has its own window
 
 
 def test_throttled_rows_are_deferred_not_attempted(api, receiver, redis_conn):

@@ -10,12 +10,12 @@ from concurrent.futures import Future
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connections
+from django.db import connections
 from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.intake.publishing import message_publish
-from delivery.engine.sending import attempts, pump
+from delivery.engine.sending import attempts, handover, pump
 from delivery.models import Attempt, Delivery
 from delivery.transport.sender import SendResult
 from tests.conftest import wait_until
@@ -208,38 +208,6 @@ def test_a_stopping_worker_claims_nothing(user, redis_conn):
     assert Delivery.objects.get().status == "pending"
 
 
-def test_the_pace_takes_announced_work_at_once_in_a_small_claim():
-    pace = pump.Pace(seen=7, stalls=0)
-    pace.claimed(10.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=500)  # a backlog, the transport full
-    assert pace.claim_size(10.01, announced=None) == (False, pump.CLAIM_BATCH)  # wait for completions
-    assert pace.claim_size(10.01, announced=8) == (True, pump.ANNOUNCED_BATCH)  # a publish: at once, small
-    assert pace.seen == 8 and pace.claim_size(10.02, announced=8) == (False, pump.CLAIM_BATCH)
-    assert pace.claim_size(10.0 + pump.LOOK_INTERVAL_SECONDS, announced=None) == (True, pump.CLAIM_BATCH)
-    # Sends completed and a full claim is due now: the announced work goes with it, not in a small claim before.
-    pace.freed = True
-    assert pace.claim_size(10.3, announced=9) == (True, pump.CLAIM_BATCH) and pace.seen == 9
-
-
-def test_the_pace_follows_a_full_claim_at_once_only_while_little_is_in_flight():
-    pace = pump.Pace(seen=0, stalls=0)
-    pace.claimed(1.0, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=64)
-    assert pace.freed and pace.claim_next(claiming=True, free=10)
-    pace.claimed(1.1, taken=64, more=True, batch=pump.CLAIM_BATCH, pending=200)
-    assert not pace.freed and not pace.claim_next(claiming=True, free=10)
-    pace.stalled(1)  # a stalled send gave its slot back
-    assert pace.freed
-    pace.claimed(1.2, taken=3, more=False, batch=pump.CLAIM_BATCH, pending=3)
-    assert not pace.more_due and not pace.claim_next(claiming=True, free=10)
-
-
-def test_the_pace_looks_for_handshakes_once_an_interval():
-    pace = pump.Pace(seen=0, stalls=0)
-    assert pace.time_for_handshakes(5.0) and not pace.time_for_handshakes(5.1)
-    assert pace.time_for_handshakes(5.0 + pump.LOOK_INTERVAL_SECONDS)
-    pace.announced_while_lingering(3)
-    assert pace.time_for_handshakes(5.3) and pace.seen == 3 and pace.more_due and pace.freed
-
-
 def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_conn, settings):
     """A send that may take its whole timeout (an endpoint that accepts and never answers) does not keep a pump whose
     time is up from ending: the next pump of the process takes it over, counts it and records its answer; one that
@@ -271,7 +239,7 @@ def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_con
 
     settings.HERALD_PUMP_SECONDS = 5
     second, results = in_thread(lambda: pump.drain("deliveries", transport=transport, clock=lambda: CLOCK))
-    wait_until(lambda: not pump.handed_over.transports())  # taken over
+    wait_until(lambda: not handover.handed_over.transports())  # taken over
     transport.answer()
     second.join(30)
     assert results == [3] and len(transport.sent) == 3  # recorded by the pump that took them, none sent again
@@ -288,32 +256,6 @@ def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_con
     message_publish(topic=topic, payload={"n": 4})
     pump.drain("deliveries", transport=transport, clock=lambda: CLOCK)
     threading.Timer(0.2, transport.answer).start()
-    pump.settle_handed_over(clock=lambda: CLOCK)  # the worker stops: waits for the answer, recorded all the same
+    handover.settle(clock=lambda: CLOCK)  # the worker stops: waits for the answer, recorded all the same
     wait_until(lambda: set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"})
-    assert pump.handed_over.transports() == []
-
-
-def test_what_the_recorder_cannot_record_for_the_database_is_left_again_and_nothing_else_holds_it(monkeypatch):
-    """`record_left`: sends the database could not take (it is away) are handed over again, to be tried later;
-    any other failure is logged and left to the reconciler, so one bad row cannot hold back the others."""
-    transport, future = object(), Future()
-    future.set_result(SendResult(status=200, duration_ms=3))
-    sending = type("Sending", (), {"delivery": type("Row", (), {"id": 7, "endpoint_id": 1})()})()
-    monkeypatch.setattr(pump.time, "sleep", lambda seconds: None)
-    quiet = pump.HandedOver()
-    quiet.closing.set()  # no recorder thread: what is left stays for this test to see
-    monkeypatch.setattr(pump, "handed_over", quiet)
-
-    def away(*args):
-        raise OperationalError("the database is away")
-
-    monkeypatch.setattr(pump.attempts, "record_sends", away)
-    assert not pump.record_left(transport, ({future: sending}, {7}, {}), lambda: CLOCK)
-    assert pump.handed_over.take(transport) == ({future: sending}, {7}, {})
-
-    def broken(*args):
-        raise ValueError("a row nothing can store")
-
-    monkeypatch.setattr(pump.attempts, "record_sends", broken)
-    assert pump.record_left(transport, ({future: sending}, {7}, {}), lambda: CLOCK)  # logged, not left again
-    assert pump.handed_over.take(transport) == ({}, set(), {})
+    assert handover.handed_over.transports() == []
