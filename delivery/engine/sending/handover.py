@@ -35,6 +35,17 @@ class HandedOver:
         self.wake = threading.Event()
         self.closing = threading.Event()  # the worker is stopping: the recorder ends, `settle` records
 
+    def start(self) -> None:
+        """The recorder thread: a worker starts it with its other companions (engine/sending/worker.py); a pump
+        outside a worker (a test's) starts it when it first hands sends over."""
+        with self.lock:
+            self._start()
+
+    def _start(self) -> None:
+        if not self.closing.is_set() and (self.recorder is None or not self.recorder.is_alive()):
+            self.recorder = threading.Thread(target=self._record_forever, name="herald-handed-over", daemon=True)
+            self.recorder.start()
+
     def leave(self, transport, futures: dict, probes: set[int], handshakes: dict) -> None:
         with self.lock:
             left = self.waiting.setdefault(transport, ({}, set(), {}))
@@ -42,10 +53,7 @@ class HandedOver:
             ids = {sending.delivery.id for sending in futures.values()}
             left[1].update(probes & ids)
             left[2].update(handshakes)
-            if not self.closing.is_set() and (self.recorder is None or not self.recorder.is_alive()):
-                self.recorder = threading.Thread(target=self._record_forever, name="herald-handed-over",
-                                                 daemon=True)
-                self.recorder.start()
+            self._start()
         self.wake.set()
 
     def take(self, transport, *, done_only: bool = False) -> tuple[dict, set[int], dict]:

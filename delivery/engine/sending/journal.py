@@ -60,7 +60,7 @@ _writer_lock = threading.Lock()
 def watch(future, delivery, number: int, attempt_queue: str, same_as: int | None = None) -> None:
     """Journal this send's answer the moment it arrives: the transport's thread hands it to a writer thread, so
     neither the event loop nor a slow database write on the job's thread delays it."""
-    _start_writer()
+    start()
     delivery_id, lease = delivery.id, delivery.lease_until
 
     def answered_now(done) -> None:
@@ -74,7 +74,7 @@ def remember(delivery_id: int, lease, number: int, attempt_queue: str, result: S
              same_as: int | None = None) -> None:
     """Hand one answer to the writer thread. `same_as`: the delivery whose entry holds this answer (the first of
     the batch request that carried both); this entry only points at it."""
-    _start_writer()
+    start()
     _pending.put((delivery_id, lease, number, attempt_queue, result, same_as))
 
 
@@ -82,7 +82,7 @@ def forget(delivery_ids) -> None:
     """The answers of these deliveries are recorded in the database: their entries go (after any write of them
     still waiting in the writer's queue), so the journal holds only what is answered and not yet recorded."""
     if delivery_ids:
-        _start_writer()
+        start()
         _pending.put((FORGET, list(delivery_ids)))
 
 
@@ -91,7 +91,9 @@ def flush() -> None:
     _pending.join()
 
 
-def _start_writer() -> None:
+def start() -> None:
+    """The writer thread: a worker starts it with its other companions (engine/sending/worker.py); anything else
+    that journals (a test's pump, the reconciler's send of a probe) starts it by journaling."""
     global _writer
     if _writer is None:
         with _writer_lock:

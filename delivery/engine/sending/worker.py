@@ -29,7 +29,7 @@ from rq.worker import SimpleWorker
 from delivery import heap, heartbeat
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, counters
-from delivery.engine.sending import handover, pump
+from delivery.engine.sending import handover, journal, pump
 from delivery.transport import sender
 
 log = logging.getLogger("herald.worker")
@@ -43,6 +43,26 @@ class _QuietAboutRedis(logging.Filter):
 
 
 logging.getLogger("rq.worker").addFilter(_QuietAboutRedis())
+
+
+class Companions:
+    """What a worker runs beside its jobs, started together as it begins work and stopped together as it ends: the
+    transport (its event loop's thread, sized to the process's descriptors), the journal's writer, the operators'
+    counters' tally, and the recorder of sends handed over between pumps. Stopping records what pumps handed over
+    (waiting for their answers), writes what the journal holds and adds the last tally to Redis; none of it raises."""
+
+    def start(self, worker_name: str) -> "Companions":
+        log.info("worker %s: send budget %s", worker_name, sender.process_budget())
+        sender.transport()
+        journal.start()
+        counters.buffer()  # a tally added once a second, not a pipeline per batch
+        handover.handed_over.start()
+        return self
+
+    def stop(self) -> None:
+        handover.settle()  # sends a pump handed over and nothing recorded yet (never raises)
+        journal.flush()
+        counters.flush(timeout=counters.WAIT_FOR_A_FLUSH_SECONDS)
 
 
 class HeraldWorker(SimpleWorker):
@@ -138,14 +158,13 @@ class HeraldWorker(SimpleWorker):
         self._max_jobs = max_jobs
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
-        log.info("worker %s: send budget %s", self.name, sender.process_budget())
         self._beat = heartbeat.WorkerBeat().start()  # `manage.py herald_alive --worker`
-        counters.buffer()  # the operators' counters: a tally added once a second, not a pipeline per batch
+        companions = Companions().start(self.name)
         heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
         try:
             return self._work_until_asked(burst, *args, max_jobs=max_jobs, **kwargs)
         finally:
-            handover.settle()  # sends a pump handed over and nothing recorded yet (never raises)
+            companions.stop()
             self._beat.stop()
 
     def _work_until_asked(self, burst: bool, *args, max_jobs: int | None = None, **kwargs) -> bool:
