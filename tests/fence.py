@@ -1,5 +1,5 @@
 """The socket fence (docs/security.md, "One way out"): while it is up, every `socket.connect` of this process must be
-the transport's (`sender.GUARDED` set: an address the guard checked, under a deadline) or to the test's own
+the transport's (`posting.GUARDED` set: an address the guard checked, under a deadline) or to the test's own
 PostgreSQL and Redis; any other connection fails and is recorded. A Python audit hook sees every connect, whatever
 library makes it (urllib, requests, jsonschema's retrieval, a socket opened by hand), so a new surface that opens a
 connection of its own is caught without being named here."""
@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from delivery.transport.sender import GUARDED
+from delivery.transport.posting import GUARDED
 
 _state = {"up": False, "allowed": set(), "crossed": []}
 

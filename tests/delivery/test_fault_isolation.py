@@ -26,7 +26,7 @@ from delivery.management import localredis
 from delivery.models import Attempt, Delivery, Exchange
 from delivery.rules.storable import TRUNCATED_HEADER
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 from subscriptions.models import Endpoint
 from tests.conftest import FAST, publish, subscribe, wait_until
 from tests.receiver import Receiver, Reply

@@ -20,7 +20,7 @@ from delivery.engine.scheduler import dispatch
 from delivery.engine.sending import journal, oauth
 from delivery.models import Attempt, Delivery
 from delivery.rules.decisions import parse_retry_after
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 from subscriptions.models import Subscription, Topic
 from tests.conftest import publish, subscribe
 from tests.receiver import Reply

@@ -25,7 +25,7 @@ from datetime import datetime
 from delivery.engine.plumbing import availability, redis_link
 from delivery.rules import answers
 from delivery.rules.vocabulary import AttemptQueue
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 
 log = logging.getLogger(__name__)
 KEY = "herald:answers:{}"

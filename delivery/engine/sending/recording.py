@@ -25,7 +25,7 @@ from delivery.rules.policy import DeliveryPolicy
 from delivery.rules.storable import clean_text
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport.sender import EXCERPT_BYTES, SendResult
+from delivery.transport.posting import EXCERPT_BYTES, SendResult
 
 log = logging.getLogger(__name__)
 _rng = random.SystemRandom()

@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from delivery.rules.wire import OutgoingRequest
-from delivery.transport.sender import EXCERPT_BYTES, Transport, send
+from delivery.transport.posting import EXCERPT_BYTES
+from delivery.transport.sender import Transport, send
 from tests.conftest import wait_until
 from tests.receiver import Reply
 

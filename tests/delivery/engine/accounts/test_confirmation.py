@@ -14,7 +14,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.plumbing.queues import PUMP_WANTED_KEY
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
-from delivery.transport import sender
+from delivery.transport.posting import SendResult
 from subscriptions.models import Subscription
 from tests.receiver import Reply
 
@@ -138,6 +138,6 @@ def test_a_handshake_that_did_not_confirm_says_what_it_got_and_why(pending, rece
 
     receiver.script = [Reply(body=b'{"validationResponse": "x"}')]
     stale = confirmation.Handshake(pending.id, "an-older-token", None)
-    confirmation.record_handshake(stale, sender.SendResult(status=200, duration_ms=1, body_excerpt="{}"),
+    confirmation.record_handshake(stale, SendResult(status=200, duration_ms=1, body_excerpt="{}"),
                                   timezone.now())
     assert Subscription.objects.get(id=pending.id).handshake_status == 503  # an older request's answer: not kept

@@ -17,7 +17,7 @@ from delivery.engine.state.effective import subscription_policy
 from delivery.models import Attempt, Delivery
 from delivery.rules.decisions import Decision
 from delivery.rules.vocabulary import Action, AttemptOutcome
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 from subscriptions.models import Endpoint
 from tests.conftest import FAST, publish, subscribe
 

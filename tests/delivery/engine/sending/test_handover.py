@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from delivery.engine.sending import handover
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 
 CLOCK = timezone.now()
 

@@ -17,7 +17,7 @@ from delivery.engine.accounts.subscribing import subscription_create, topic_crea
 from delivery.engine.intake.publishing import message_publish
 from delivery.engine.sending import attempts, handover, pump
 from delivery.models import Attempt, Delivery
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from delivery.engine.claiming import leases
 from delivery.engine.sending import recording
 from delivery.engine.state.effective import subscription_policy
 from delivery.models import Attempt
-from delivery.transport.sender import SendResult
+from delivery.transport.posting import SendResult
 from subscriptions.models import Endpoint
 
 
