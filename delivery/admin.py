@@ -9,4 +9,5 @@ from delivery.web.console import (  # noqa: F401 (each module registers its page
     portal_settings,
     subscriptions,
     tenants,
+    topics,
 )

@@ -13,17 +13,11 @@ from delivery.engine.accounts import recovery
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import fanout_report
+from delivery.web.console.actions import run_service
+from delivery.web.console.badges import endpoint_link, status_badge
 from delivery.web.console.buttons import Button, ButtonsMixin
-from delivery.web.console.subscriptions import endpoint_link, run_service
 
 FANOUT_SHOWN = 200
-STATUS_COLOURS = {"succeeded": "#2e7d32", "pending": "#ef6c00", "in_flight": "#0277bd",
-                  "dead_lettered": "#c62828", "dropped": "#555"}
-
-
-def status_badge(status: str):
-    return format_html('<span class="herald-badge" style="background:{};color:#fff;padding:2px 8px;border-radius:10px;'
-                       'font-weight:600">{}</span>', STATUS_COLOURS.get(status, "#555"), status)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

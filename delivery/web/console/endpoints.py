@@ -7,8 +7,9 @@ from django.utils.html import format_html, format_html_join
 
 from delivery.engine.state import health
 from delivery.models import Attempt
+from delivery.web.console.actions import run_service
+from delivery.web.console.badges import state_badge
 from delivery.web.console.buttons import Button, ButtonsMixin
-from delivery.web.console.subscriptions import run_service, state_badge
 from subscriptions.models import Endpoint, EndpointTransition, Subscription
 from subscriptions.states import EndpointState
 

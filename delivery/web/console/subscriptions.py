@@ -1,6 +1,7 @@
-"""The operator console's pages of topics and subscriptions: policies edited with their schedule shown, the
-subscription rules checked by the service the API calls, as it writes the change (console/service_forms.py), and the
-redrive, pause, resume, resend-confirmation and replay buttons and actions."""
+"""The operator console's page of subscriptions: the policies tuned with the effective policy, where each of its
+sections comes from and the schedule it produces shown, the subscription rules checked by the service the API calls
+as it writes the change (console/service_forms.py), and the redrive, pause, resume, resend-confirmation and replay
+buttons and actions."""
 
 import json
 
@@ -8,7 +9,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -17,79 +17,17 @@ from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import effective
-from delivery.engine.state.effective import policy_for, subscription_policy, system_default
+from delivery.engine.state.effective import subscription_policy, system_default
 from delivery.rules import client_certificates, delivery_headers
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
+from delivery.web.console.actions import run_service
+from delivery.web.console.badges import endpoint_link
 from delivery.web.console.buttons import Button, ButtonsMixin
 from delivery.web.console.deletes import ServiceDeletes
+from delivery.web.console.schedules import schedule_table
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
-from subscriptions.models import Subscription, Topic
-from subscriptions.states import EndpointState
-
-STATE_COLOURS = {EndpointState.ACTIVE: "#2e7d32", EndpointState.DISABLED: "#ef6c00",
-                 EndpointState.FROZEN: "#1565c0"}
-
-
-def state_badge(state: str):
-    return format_html('<span class="herald-badge" style="background:{};color:#fff;padding:2px 8px;'
-                       'border-radius:10px;font-weight:600">{}</span>', STATE_COLOURS.get(state, "#555"), state)
-
-
-def endpoint_link(endpoint):
-    """An endpoint as the admin shows it elsewhere: a link to its page and its state."""
-    return format_html('<a href="{}">{}</a> {}', reverse("admin:herald_subscriptions_endpoint_change",
-                                                         args=[endpoint.id]), endpoint.url, state_badge(endpoint.state))
-
-
-def run_service(modeladmin, request, queryset, service, done: str, **kwargs) -> None:
-    """An admin action: call `service` once per selected object (as `<model>=obj`), report refusals, count the rest
-    (a service that returns a number, such as a redrive, counts that many)."""
-    count = 0
-    for obj in queryset:
-        try:
-            result = service(**{obj._meta.model_name: obj}, **kwargs)
-        except ApplicationError as exc:
-            modeladmin.message_user(request, f"{obj}: {exc.message}", messages.WARNING)
-            continue
-        count += result if isinstance(result, int) and not isinstance(result, bool) else 1
-    modeladmin.message_user(request, done.format(count), messages.SUCCESS)
-
-
-def schedule_table(policy):
-    """The schedule a policy produces, as the admin shows it beside the policy field."""
-    rows = policy.schedule()
-    shown = rows if len(rows) <= 14 else rows[:10] + [None] + rows[-3:]
-    body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", (
-        ("…", "…", "…") if row is None else (row["attempt"], human(row["delay"]), human(row["offset"]))
-        for row in shown))
-    limits = (f"max attempts {policy.max_attempts or '—'} · time-to-live "
-              f"{human(policy.max_age_seconds) if policy.max_age_seconds else '—'} · jitter ±{policy.jitter:.0%} · "
-              f"{policy.schedule_end(rows)}")
-    return format_html('<table class="herald-schedule"><thead><tr><th>attempt</th><th>delay</th><th>offset</th>'
-                       "</tr></thead><tbody>{}</tbody></table><p class=\"help\">{}</p>", body, limits)
-
-
-def human(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-class TopicForm(ServiceForm):
-    """Written through the API's services (subscribing.topic_create/topic_update): a policy is checked there,
-    every error named, nothing stored."""
-
-    def create(self, changes):
-        topic, created = subscribing.topic_create(**changes)
-        if not created:
-            raise ApplicationError(f"{topic.owner} already has a topic named {topic.name!r}.", field="name")
-        return topic
-
-    def write(self, stored, changes):
-        return subscribing.topic_update(topic=stored, **changes)
+from subscriptions.models import Subscription
 
 
 class SubscriptionForm(ServiceForm):
@@ -115,25 +53,6 @@ class SubscriptionForm(ServiceForm):
 class ReplayForm(forms.Form):
     since = forms.DateTimeField(help_text="UTC, e.g. 2026-11-21 09:00:00")
     until = forms.DateTimeField(required=False, help_text="UTC; empty: now")
-
-
-@admin.register(Topic)
-class TopicAdmin(ServiceAdmin, ServiceDeletes, admin.ModelAdmin):
-    form = TopicForm
-    list_display = ["id", "name", "owner", "created_at"]
-    search_fields = ["name", "description", "owner__username"]
-    list_filter = ["created_at"]
-    readonly_fields = ["schedule"]
-
-    @admin.display(description="schedule (effective policy for subscriptions without their own)")
-    def schedule(self, obj):
-        try:
-            return schedule_table(policy_for(None, obj.delivery_policy if obj else None))
-        except PolicyError as exc:
-            return f"invalid policy: {exc}"
-
-    def delete_model(self, request, obj):
-        removal.topic_delete(topic=obj)  # refused (shown) while any of its deliveries is being sent
 
 
 def policy_source(subscription) -> str:

@@ -1,0 +1,83 @@
+"""The catalog's page (console/event_types.py): entries made, changed and deleted through the services the API
+calls, their rules checked there; a rename or delete under tenants that chose the type refused and shown."""
+
+import pytest
+
+from delivery.engine.accounts import event_types
+from subscriptions.models import EventType
+from tests.delivery.web.api.shop import shop as shop_fixture
+from tests.delivery.web.console.pages import form_errors, shown_messages
+
+pytestmark = pytest.mark.django_db
+shop = shop_fixture
+
+EVENT_TYPES = "/admin/herald_subscriptions/eventtype/"
+
+
+def entry(user, **fields) -> dict:
+    return {"owner": user.id, "name": "order.created", "description": "", "schema": "null", "example": "null",
+            "on_mismatch": "refuse", **fields}
+
+
+def test_the_catalog_refuses_a_bad_schema(admin_client, user):
+    refused = admin_client.post(EVENT_TYPES + "add/", {
+        "owner": user.id, "name": "order.created", "schema": '{"type": "nonsense"}', "example": "null"})
+    assert refused.status_code == 200 and "not a valid JSON Schema" in refused.content.decode()
+    assert not EventType.objects.exists()
+
+
+def test_an_entry_is_made_with_a_schema_and_an_example_that_matches_it(admin_client, user):
+    made = admin_client.post(EVENT_TYPES + "add/", entry(
+        user, schema='{"type": "object", "required": ["order"]}', example='{"order": 7}', validate_payloads="on"))
+    assert (made.status_code, made.url) == (302, EVENT_TYPES)
+    stored = EventType.objects.get()
+    assert (stored.owner, stored.schema, stored.example, stored.validate_payloads, stored.open_to_tenants) == (
+        user, {"type": "object", "required": ["order"]}, {"order": 7}, True, False)
+
+    mismatch = admin_client.post(f"{EVENT_TYPES}{stored.id}/change/", entry(
+        user, schema='{"type": "object", "required": ["order"]}', example='{"lines": []}', validate_payloads="on"))
+    assert list(form_errors(mismatch.content.decode())) == ["example"]
+    assert EventType.objects.get().example == {"order": 7}
+
+
+def test_the_owner_of_an_entry_is_read_only_once_made(admin_client, user):
+    event_type = event_types.event_type_create(owner=user, name="order.created")
+    page = admin_client.get(f"{EVENT_TYPES}{event_type.id}/change/").content.decode()
+    assert 'name="owner"' not in page and 'name="name"' in page
+
+
+@pytest.fixture
+def chosen(shop, user):
+    """order.created in Alice's catalog, chosen by tenant acme's subscription."""
+    event_type = event_types.event_type_create(owner=user, name="order.created")
+    sub = shop["acme"]["subscription"]["id"]
+    chose = shop["acme"]["client"].patch(f"/api/subscriptions/{sub}/", {"event_types": ["order.created"]},
+                                         format="json")
+    assert chose.status_code == 200, chose.content
+    return event_type
+
+
+def test_a_type_a_tenant_chose_is_not_renamed_under_it(admin_client, user, chosen):
+    page = admin_client.post(f"{EVENT_TYPES}{chosen.id}/change/", entry(user, name="order.placed"))
+    assert form_errors(page.content.decode()) == {"name": [
+        "1 subscription(s) of your tenants (&#x27;acme&#x27;) chose &#x27;order.created&#x27;; renaming it would "
+        "leave their lists naming a type your catalog no longer has. Deprecate it instead (they keep it, new "
+        "subscriptions cannot choose it), or have them choose other types first."]}
+    assert EventType.objects.get(id=chosen.id).name == "order.created"
+
+
+def test_a_refused_delete_comes_back_to_the_entry_saying_why(admin_client, chosen):
+    response = admin_client.post(f"{EVENT_TYPES}{chosen.id}/delete/", {"post": "yes"}, follow=True)
+    assert response.redirect_chain == [(f"{EVENT_TYPES}{chosen.id}/change/", 302)]
+    assert shown_messages(response) == [("error", (
+        "1 subscription(s) of your tenants ('acme') chose 'order.created'; deleting it would leave their lists "
+        "naming a type your catalog no longer has. Deprecate it instead (they keep it, new subscriptions cannot "
+        "choose it), or have them choose other types first."))]
+    assert EventType.objects.filter(id=chosen.id).exists()
+
+
+def test_a_type_no_tenant_chose_is_deleted(admin_client, user):
+    event_type = event_types.event_type_create(owner=user, name="order.shipped")
+    response = admin_client.post(f"{EVENT_TYPES}{event_type.id}/delete/", {"post": "yes"})
+    assert (response.status_code, response.url) == (302, EVENT_TYPES)
+    assert not EventType.objects.exists()
