@@ -29,7 +29,8 @@ from django.core.management import call_command  # noqa: E402
 from delivery.engine.intake import fanout  # noqa: E402
 from delivery.engine.intake.publishing import message_publish  # noqa: E402
 from delivery.models import Delivery, Message  # noqa: E402
-from delivery.rules import event_type_filter, filter_policy  # noqa: E402
+from delivery.rules import event_type_filter  # noqa: E402
+from delivery.rules.filters import policy as filter_policy  # noqa: E402
 from subscriptions.models import Endpoint, Subscription, Topic  # noqa: E402
 
 SIZES = (1, 100, 500, 501, 1000, 10000)

@@ -135,27 +135,9 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
         def wrapper(request, *args, **kwargs):
             if request.method != "POST":
                 return JsonResponse({"error": "webhooks are POSTed"}, status=405, headers={"Allow": "POST"})
-            keys = secrets(request) if callable(secrets) else secrets
-            keys = list(keys if keys is not None else getattr(settings, "HERALD_RECEIVER_SECRETS", []))
-            if not keys:
-                problem = ("no signing secret is configured for this receiver: pass secrets=[...] to "
-                           "@webhook_receiver or set HERALD_RECEIVER_SECRETS (a list of whsec_ secrets)")
-                return JsonResponse({"error": _with_fix(request, problem)}, status=500)
-            msg_id = request.headers.get("webhook-id")
-            problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
-                                    request.headers.get("webhook-signature"), request.body, now=time.time(),
-                                    tolerance=tolerance)
-            if problem:
-                return JsonResponse({"error": _with_fix(request, f"signature: {problem}")}, status=401)
-            if request.headers.get("ce-id") is not None:  # a raw delivery: its attributes travel in headers
-                problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
-                                        request.headers.get(signing.ATTRIBUTES_SIGNATURE_HEADER),
-                                        signing.attribute_bytes(request.headers), now=time.time(),
-                                        tolerance=tolerance)
-                if problem:
-                    return JsonResponse({"error": f"the ce-* headers and Content-Type are not signed as "
-                                                  f"{signing.ATTRIBUTES_SIGNATURE_HEADER} says: {problem}"},
-                                        status=401)
+            refused = _unverified(request, _secrets_of(request, secrets), tolerance)
+            if refused is not None:
+                return refused
             try:
                 events = parse_events(request)
             except ValueError as exc:
@@ -163,18 +145,11 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
             first = events[0] if events else None
             if first and first.type == CONFIRMATION and isinstance(first.data, dict) and "token" in first.data:
                 return JsonResponse({"validationResponse": first.data["token"]})
+            msg_id = request.headers.get("webhook-id")
             seen = SEEN_KEY.format(f"{view_name}:{msg_id}")  # per view: one message reaches every view subscribed
             if dedupe and cache.get(seen):
                 return HttpResponse(status=204, headers={"herald-duplicate": "1"})
-            response = None
-            for event in events:  # a batch: the view once per event; the first failure fails the whole batch
-                answer = func(request, event, *args, **kwargs)
-                if answer is not None and not 200 <= answer.status_code < 300:
-                    response = answer
-                    break
-                response = answer if len(events) == 1 else None
-            if response is None:
-                response = HttpResponse(status=204)
+            response = _handled(func, request, events, args, kwargs)
             if dedupe and 200 <= response.status_code < 300:  # only what was handled: a failure is retried
                 cache.set(seen, 1, timeout=dedupe_seconds)
             return response
@@ -182,3 +157,46 @@ def webhook_receiver(view: Callable | None = None, *, secrets: Iterable[str] | C
         return wrapper
 
     return decorate(view) if view is not None else decorate
+
+
+def _secrets_of(request, secrets) -> list[str]:
+    """The secrets a request may be signed with: the decorator's (a list, or a function of the request), else the
+    setting HERALD_RECEIVER_SECRETS."""
+    keys = secrets(request) if callable(secrets) else secrets
+    return list(keys if keys is not None else getattr(settings, "HERALD_RECEIVER_SECRETS", []))
+
+
+def _unverified(request, keys: list[str], tolerance: float) -> JsonResponse | None:
+    """The answer to a request that is not signed as Herald signs (500 without a secret to check it with, 401),
+    or None for one that is: its body, and a raw delivery's `ce-*` headers."""
+    if not keys:
+        problem = ("no signing secret is configured for this receiver: pass secrets=[...] to "
+                   "@webhook_receiver or set HERALD_RECEIVER_SECRETS (a list of whsec_ secrets)")
+        return JsonResponse({"error": _with_fix(request, problem)}, status=500)
+    msg_id = request.headers.get("webhook-id")
+    problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
+                            request.headers.get("webhook-signature"), request.body, now=time.time(),
+                            tolerance=tolerance)
+    if problem:
+        return JsonResponse({"error": _with_fix(request, f"signature: {problem}")}, status=401)
+    if request.headers.get("ce-id") is not None:  # a raw delivery: its attributes travel in headers
+        problem = signing.check(keys, msg_id, request.headers.get("webhook-timestamp"),
+                                request.headers.get(signing.ATTRIBUTES_SIGNATURE_HEADER),
+                                signing.attribute_bytes(request.headers), now=time.time(), tolerance=tolerance)
+        if problem:
+            return JsonResponse({"error": f"the ce-* headers and Content-Type are not signed as "
+                                          f"{signing.ATTRIBUTES_SIGNATURE_HEADER} says: {problem}"}, status=401)
+    return None
+
+
+def _handled(func, request, events: list[CloudEvent], args, kwargs) -> HttpResponse:
+    """The view's answer: called once per event of a batch, the first failing answer failing the whole batch;
+    204 when the view returns nothing (or for a batch that succeeded)."""
+    response = None
+    for event in events:
+        answer = func(request, event, *args, **kwargs)
+        if answer is not None and not 200 <= answer.status_code < 300:
+            response = answer
+            break
+        response = answer if len(events) == 1 else None
+    return response if response is not None else HttpResponse(status=204)

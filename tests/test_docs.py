@@ -42,7 +42,8 @@ from drf_spectacular.settings import patched_settings
 from delivery import signals
 from delivery.engine.accounts import confirmation
 from delivery.events import publish
-from delivery.rules import filter_policy, policy, policy_levels, signing
+from delivery.rules import policy, policy_levels, signing
+from delivery.rules.filters import policy as filter_policy
 from delivery.testing import capture_events
 from delivery.web.api.docs import SCHEMA
 from subscriptions.models import Endpoint, Subscription, Topic

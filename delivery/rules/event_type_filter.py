@@ -1,11 +1,12 @@
 """Event-type filters (pure; no Django): a subscription's list of event types, exact or with `*` wildcards
 (`order.*` matches `order.created` and `order.item.added`); an empty list matches every event type. Matched with
-the filter policies' linear wildcard matcher (filter_operators.wildcard_matches), without their escapes: in an
+the filter policies' linear wildcard matcher (filters/operators/wildcard.py), without their escapes: in an
 event type a star is a star."""
 
 from functools import lru_cache
 
-from delivery.rules.filter_operators import FilterPolicyError, wildcard_matches
+from delivery.rules.filters.errors import FilterPolicyError
+from delivery.rules.filters.operators.wildcard import wildcard_matches
 
 MAX_EVENT_TYPES = 25
 

@@ -145,19 +145,46 @@ def _check_graph(root: dict) -> None:
     """Every reference resolves inside the schema, every regular expression compiles with RE2, no cycle of
     references evaluates the same value forever, and one value's evaluation fans out to at most MAX_FAN_OUT
     subschemas."""
-    nodes: dict[int, _Node] = {}
-    resolver = REGISTRY.with_resource("", DRAFT202012.create_resource(root)).crawl().resolver(base_uri="")
-    uses_patterns = uses_unevaluated = False
-    structural = {id(root)}  # subschemas in schema positions; a reference must point at one of them
-    targets: list[tuple[object, str, str]] = []  # (what a $ref points at, where the $ref is, the $ref)
+    graph = _Graph(root)
+    graph.visit(root, "", REGISTRY.with_resource("", DRAFT202012.create_resource(root)).crawl().resolver(base_uri=""))
+    graph.check_references()
+    if graph.uses_patterns and graph.uses_unevaluated:
+        raise SchemaRefused("unevaluatedProperties cannot be combined with patternProperties in a catalog schema")
+    _check_fan_out(graph.nodes, id(root))
 
-    def visit(schema, where: str, resolver) -> None:
-        nonlocal uses_patterns, uses_unevaluated
-        if not isinstance(schema, dict) or id(schema) in nodes:
+
+class _Graph:
+    """A schema's subschemas as a graph (`nodes`, by id), built by visiting each once, references followed."""
+
+    def __init__(self, root: dict):
+        self.nodes: dict[int, _Node] = {}
+        self.uses_patterns = self.uses_unevaluated = False
+        self.structural = {id(root)}  # subschemas in schema positions; a reference must point at one of them
+        self.targets: list[tuple[object, str, str]] = []  # (what a $ref points at, where the $ref is, the $ref)
+
+    def visit(self, schema, where: str, resolver) -> None:
+        if not isinstance(schema, dict) or id(schema) in self.nodes:
             return
-        node = nodes[id(schema)] = _Node(schema, where)
+        node = self.nodes[id(schema)] = _Node(schema, where)
         if isinstance(schema.get("$id"), str):
             resolver = resolver.in_subresource(DRAFT202012.create_resource(schema))
+        self._check_keywords(schema, where)
+        pending = self._reference(schema, where, resolver, node)
+        for sub, sub_where, in_place in _subschemas(schema, where):
+            self.structural.add(id(sub))
+            if isinstance(sub, bool) and in_place is not None:
+                node.leaves += 1  # `true`/`false` subschemas cost a check each too
+            if isinstance(sub, dict):
+                if in_place is True:
+                    node.in_place.append(id(sub))
+                elif in_place is False:
+                    node.descend.append(id(sub))
+                pending.append((sub, sub_where, resolver))
+        for sub, sub_where, sub_resolver in pending:
+            self.visit(sub, sub_where, sub_resolver)
+
+    def _check_keywords(self, schema: dict, where: str) -> None:
+        """What a subschema may not hold ($dynamicRef, a dialect of its own) and its regular expressions."""
         if "$dynamicRef" in schema:
             raise SchemaRefused("$dynamicRef is not supported in catalog schemas; use $ref", where)
         if "$schema" in schema and (where or schema["$schema"] not in DIALECTS):
@@ -168,43 +195,33 @@ def _check_graph(root: dict) -> None:
             regex(schema["pattern"])
         for pattern in schema.get("patternProperties", {}) if isinstance(schema.get("patternProperties"), dict) else ():
             regex(pattern)
-            uses_patterns = True
-        uses_unevaluated = uses_unevaluated or "unevaluatedProperties" in schema
-        pending = []
-        if isinstance(schema.get("$ref"), str):
-            try:
-                resolved = resolver.lookup(schema["$ref"])
-            except Unresolvable:
-                raise SchemaRefused(f"the reference {schema['$ref'][:200]!r} does not resolve inside the schema "
-                                    f"(references are never fetched)", where) from None
-            except Exception:  # not a URI reference at all
-                raise SchemaRefused(f"the reference {schema['$ref'][:200]!r} is not a valid reference", where) from None
-            target = resolved.contents  # (the registry holds this schema alone: nothing else resolves)
-            targets.append((target, where, schema["$ref"]))
-            if isinstance(target, dict):
-                node.in_place.append(id(target))
-                pending.append((target, f"{urldefrag(schema['$ref'])[1] or '#'}", resolved.resolver))
-        for sub, sub_where, in_place in _subschemas(schema, where):
-            structural.add(id(sub))
-            if isinstance(sub, bool) and in_place is not None:
-                node.leaves += 1  # `true`/`false` subschemas cost a check each too
-            if isinstance(sub, dict):
-                if in_place is True:
-                    node.in_place.append(id(sub))
-                elif in_place is False:
-                    node.descend.append(id(sub))
-                pending.append((sub, sub_where, resolver))
-        for sub, sub_where, sub_resolver in pending:
-            visit(sub, sub_where, sub_resolver)
+            self.uses_patterns = True
+        self.uses_unevaluated = self.uses_unevaluated or "unevaluatedProperties" in schema
 
-    visit(root, "", resolver)
-    for target, where, ref in targets:
-        if not isinstance(target, bool) and id(target) not in structural:
-            raise SchemaRefused(f"the reference {ref[:200]!r} does not point at a subschema (only at a part of "
-                                f"one, or at a value that is not a schema)", where)
-    if uses_patterns and uses_unevaluated:
-        raise SchemaRefused("unevaluatedProperties cannot be combined with patternProperties in a catalog schema")
-    _check_fan_out(nodes, id(root))
+    def _reference(self, schema: dict, where: str, resolver, node: _Node) -> list:
+        """The subschema `schema`'s `$ref` points at, to visit (applied in place), resolved inside the schema."""
+        if not isinstance(schema.get("$ref"), str):
+            return []
+        try:
+            resolved = resolver.lookup(schema["$ref"])
+        except Unresolvable:
+            raise SchemaRefused(f"the reference {schema['$ref'][:200]!r} does not resolve inside the schema "
+                                f"(references are never fetched)", where) from None
+        except Exception:  # not a URI reference at all
+            raise SchemaRefused(f"the reference {schema['$ref'][:200]!r} is not a valid reference", where) from None
+        target = resolved.contents  # (the registry holds this schema alone: nothing else resolves)
+        self.targets.append((target, where, schema["$ref"]))
+        if not isinstance(target, dict):
+            return []
+        node.in_place.append(id(target))
+        return [(target, f"{urldefrag(schema['$ref'])[1] or '#'}", resolved.resolver)]
+
+    def check_references(self) -> None:
+        """Every reference points at a subschema, not at a part of one or at a value that is no schema."""
+        for target, where, ref in self.targets:
+            if not isinstance(target, bool) and id(target) not in self.structural:
+                raise SchemaRefused(f"the reference {ref[:200]!r} does not point at a subschema (only at a part of "
+                                    f"one, or at a value that is not a schema)", where)
 
 
 def _check_fan_out(nodes: dict[int, _Node], root: int) -> None:

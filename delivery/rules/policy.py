@@ -6,12 +6,12 @@ Parsing reports every error at once as (field path, reason) pairs and never stor
 
 import copy
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from delivery.rules.backoff import BACKOFF_FUNCTIONS, sns_retry_delays
 from delivery.rules.header_text import control_problem
+from delivery.rules.policy_fields import Checker
 from delivery.rules.presets import PRESETS, SNS_HEALTHY_DEFAULTS
 
 SNS_MAX_TOTAL_RETRY_SECONDS = 3600
@@ -130,57 +130,7 @@ def _merge(base: dict, override: dict) -> dict:
     return merged
 
 
-class _Checker:
-    def __init__(self):
-        self.errors: list[tuple[str, str]] = []
-
-    def fail(self, path: str, reason: str):
-        self.errors.append((path, reason))
-
-    def section(self, doc: dict, key: str, allowed: tuple[str, ...]) -> dict:
-        value = doc.get(key, {})
-        if not isinstance(value, dict):
-            self.fail(key, "must be an object")
-            return {}
-        for unknown in sorted(set(value) - set(allowed)):
-            self.fail(f"{key}.{unknown}", "unknown field")
-        return value
-
-    def integer(self, section: dict, path: str, key: str, default, low=None, high=None):
-        value = section.get(key, default)
-        if value is None:
-            return self._null(path, key, default)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(f"{path}.{key}" if path else key, "must be a whole number")
-            return default
-        return self._bounded(value, f"{path}.{key}" if path else key, low, high)
-
-    def number(self, section: dict, path: str, key: str, default, low=None, high=None):
-        value = section.get(key, default)
-        if value is None:
-            return self._null(path, key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(f"{path}.{key}" if path else key, "must be a number")
-            return default
-        return self._bounded(value, f"{path}.{key}" if path else key, low, high)
-
-    def _null(self, path: str, key: str, default):
-        """`null` means "not set" only where not setting is allowed (no default); elsewhere it is a wrong type."""
-        if default is not None:
-            self.fail(f"{path}.{key}" if path else key, "must not be null")
-        return default
-
-    def _bounded(self, value, path, low, high):
-        if low is not None and value < low:
-            self.fail(path, f"must be at least {low}")
-        elif high is not None and value > high:
-            self.fail(path, f"must be at most {high}")
-        return value
-
-
-def _healthy(check: _Checker, doc: dict, user_doc: dict) -> list[float]:
+def _healthy(check: Checker, doc: dict, user_doc: dict) -> list[float]:
     """SNS's retry phases; the 3,600 s total cap holds for user-written policies (presets are Herald's own)."""
     keys = tuple(SNS_HEALTHY_DEFAULTS)
     section = check.section(doc, "healthyRetryPolicy", keys)
@@ -211,7 +161,7 @@ def _healthy(check: _Checker, doc: dict, user_doc: dict) -> list[float]:
     return delays
 
 
-def _retry_schedule(check: _Checker, doc: dict) -> tuple[list[float], bool]:
+def _retry_schedule(check: Checker, doc: dict) -> tuple[list[float], bool]:
     section = check.section(doc, "retrySchedule", ("delays", "repeatLast"))
     delays = section.get("delays")
     if not isinstance(delays, list) or not delays:
@@ -255,40 +205,19 @@ def parse_resolved(doc: dict, *, written: dict) -> DeliveryPolicy:
     """A full document (its preset's sections already in it, as `resolve` or `policy_levels.merged` make it),
     validated; `written` holds the sections a user wrote (SNS's 3,600 s cap is theirs, not the presets')."""
     doc, user_doc = copy.deepcopy(doc), written
-    check = _Checker()
+    check = Checker()
     for unknown in sorted(set(doc) - set(TOP_LEVEL_KEYS)):
         check.fail(unknown, "unknown field")
     if "retrySchedule" in doc:
         delays, repeat_last = _retry_schedule(check, doc)
     else:
         delays, repeat_last = _healthy(check, doc, user_doc), False
-    limits = check.section(doc, "retryLimits", ("maxAttempts", "maxAgeSeconds"))
-    max_attempts = check.integer(limits, "retryLimits", "maxAttempts", None, 1, 1000)
-    max_age = check.number(limits, "retryLimits", "maxAgeSeconds", None, 1, 86400 * 30)
-    if "healthyRetryPolicy" not in doc and max_attempts is None and max_age is None and repeat_last:
-        check.fail("retryLimits", "a repeating retrySchedule needs maxAttempts or maxAgeSeconds")
+    max_attempts, max_age = _retry_limits(check, doc, repeat_last)
     jitter = check.number(doc, "", "jitter", 0, 0, 0.5)
     throttle = check.section(doc, "throttlePolicy", ("maxReceivesPerSecond",))
     rate = check.integer(throttle, "throttlePolicy", "maxReceivesPerSecond", None, 1, 100_000)
-    request = check.section(doc, "requestPolicy", ("headerContentType", "timeoutSeconds"))
-    content_type = request.get("headerContentType")
-    if content_type is not None and not isinstance(content_type, str):
-        check.fail("requestPolicy.headerContentType", "must be a string")
-        content_type = None
-    elif content_type is not None and control_problem(content_type, tab=True):  # sent as the Content-Type header
-        check.fail("requestPolicy.headerContentType", control_problem(content_type, tab=True))
-        content_type = None
-    elif content_type is not None and content_type.split(";")[0].strip() not in SNS_CONTENT_TYPES:
-        check.fail("requestPolicy.headerContentType", f"must be one of {', '.join(SNS_CONTENT_TYPES)}")
-    timeout = check.number(request, "requestPolicy", "timeoutSeconds", 30, 1, 60)
-    response = check.section(doc, "responsePolicy", ("permanentFailureCodes",))
-    codes = response.get("permanentFailureCodes", [])
-    if not isinstance(codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in codes):
-        check.fail("responsePolicy.permanentFailureCodes", "must be a list of HTTP status codes")
-        codes = []
-    for code in codes:
-        if not 300 <= code <= 599:
-            check.fail("responsePolicy.permanentFailureCodes", f"{code} is not a 3xx, 4xx or 5xx status")
+    content_type, timeout = _request(check, doc)
+    codes = _permanent_failure_codes(check, doc)
     redrive = check.section(doc, "redrivePolicy", ("deadLetter", "deadLetterTargetArn"))
     dead_letter = redrive.get("deadLetter", True)
     if not isinstance(dead_letter, bool):
@@ -305,3 +234,40 @@ def parse_resolved(doc: dict, *, written: dict) -> DeliveryPolicy:
         permanent_failure_codes=frozenset(codes), dead_letter=dead_letter,
         document_json=json.dumps(doc, sort_keys=True, separators=(",", ":")),
     )
+
+
+def _retry_limits(check: Checker, doc: dict, repeat_last: bool) -> tuple[int | None, float | None]:
+    """(maxAttempts, maxAgeSeconds); a repeating schedule needs one of them to end."""
+    limits = check.section(doc, "retryLimits", ("maxAttempts", "maxAgeSeconds"))
+    max_attempts = check.integer(limits, "retryLimits", "maxAttempts", None, 1, 1000)
+    max_age = check.number(limits, "retryLimits", "maxAgeSeconds", None, 1, 86400 * 30)
+    if "healthyRetryPolicy" not in doc and max_attempts is None and max_age is None and repeat_last:
+        check.fail("retryLimits", "a repeating retrySchedule needs maxAttempts or maxAgeSeconds")
+    return max_attempts, max_age
+
+
+def _request(check: Checker, doc: dict) -> tuple[str | None, float]:
+    """(headerContentType, timeoutSeconds): a content type is one of SNS's, sent as the Content-Type header."""
+    request = check.section(doc, "requestPolicy", ("headerContentType", "timeoutSeconds"))
+    content_type = request.get("headerContentType")
+    if content_type is not None and not isinstance(content_type, str):
+        check.fail("requestPolicy.headerContentType", "must be a string")
+        content_type = None
+    elif content_type is not None and control_problem(content_type, tab=True):  # sent as the Content-Type header
+        check.fail("requestPolicy.headerContentType", control_problem(content_type, tab=True))
+        content_type = None
+    elif content_type is not None and content_type.split(";")[0].strip() not in SNS_CONTENT_TYPES:
+        check.fail("requestPolicy.headerContentType", f"must be one of {', '.join(SNS_CONTENT_TYPES)}")
+    return content_type, check.number(request, "requestPolicy", "timeoutSeconds", 30, 1, 60)
+
+
+def _permanent_failure_codes(check: Checker, doc: dict) -> list[int]:
+    response = check.section(doc, "responsePolicy", ("permanentFailureCodes",))
+    codes = response.get("permanentFailureCodes", [])
+    if not isinstance(codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in codes):
+        check.fail("responsePolicy.permanentFailureCodes", "must be a list of HTTP status codes")
+        codes = []
+    for code in codes:
+        if not 300 <= code <= 599:
+            check.fail("responsePolicy.permanentFailureCodes", f"{code} is not a 3xx, 4xx or 5xx status")
+    return codes

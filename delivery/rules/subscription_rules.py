@@ -8,7 +8,7 @@ again because the endpoint moved)."""
 
 from collections.abc import Mapping
 
-from delivery.rules import filter_policy as filters
+from delivery.rules.filters import policy as filters
 
 OAUTH_CREDENTIALS = ("oauth_token_url", "oauth_client_id", "oauth_client_secret")
 RAW_AND_BATCHES = "batches are CloudEvents batches; they cannot be combined with raw_message_delivery"

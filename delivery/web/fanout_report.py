@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, Subquery
 from delivery.engine.intake import fanout
 from delivery.engine.state import lifecycle
 from delivery.models import Attempt, Delivery, Message
-from delivery.rules.filter_policy import body_of, explain
+from delivery.rules.filters.policy import body_of, explain
 from delivery.rules.vocabulary import DeliveryStatus, FanoutOutcome
 from subscriptions.models import Subscription
 

@@ -36,73 +36,88 @@ RECENT = timedelta(minutes=5)
 
 class HeraldCollector:
     def collect(self):
-        deliveries = GaugeMetricFamily("herald_deliveries", "Unfinished deliveries by status (pending, in_flight, "
-                                       "waiting; herald_deliveries_finished_total counts the finished).",
-                                       labels=["status"])
-        for status, n in selectors.unfinished_by_status().items():
-            deliveries.add_metric([status], n)
-        yield deliveries
-
-        held = GaugeMetricFamily("herald_deliveries_held", "Pending deliveries held (paused or unhealthy endpoint).")
-        held.add_metric([], selectors.held_count())
-        yield held
-
-        endpoints = GaugeMetricFamily("herald_endpoints", "Endpoints by state.", labels=["state"])
-        for state, n in selectors.endpoints_by_state().items():
-            endpoints.add_metric([state], n)
-        yield endpoints
-
-        attempts = GaugeMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome (a "
-                                     "window: use herald_attempts_total for rates).", labels=["outcome"])
+        yield from _deliveries()
         since = timezone.now() - RECENT
-        for outcome, n in (Attempt.objects.filter(started_at__gte=since).values_list("outcome")
-                           .annotate(n=Count("id")).order_by()):
-            attempts.add_metric([outcome], n)
-        yield attempts
-
-        dead = GaugeMetricFamily("herald_recent_dead_letters", "Deliveries dead-lettered in the last five minutes, "
-                                 "by reason (herald_deliveries_finished_total counts them all).", labels=["reason"])
-        for reason, n in selectors.recent_dead_letters_by_reason(since).items():
-            dead.add_metric([reason], n)
-        yield dead
-
-        drift = GaugeMetricFamily("herald_recent_schema_mismatches", "Messages published in the last five minutes "
-                                  "whose payload did not match their event type's schema (on_mismatch record).",
-                                  labels=["event_type"])
-        for event_type, n in (Message.objects.filter(published_at__gte=since).exclude(schema_mismatch="")
-                              .values_list("event_type").annotate(n=Count("id")).order_by()):
-            drift.add_metric([event_type], n)
-        yield drift
-
-        now = timezone.now()
-        owners = selectors.owner_status(now, include_endpoints=False, include_dead_letters=False)
-        lag = GaugeMetricFamily("herald_oldest_due_delivery_age_seconds", "Age of the oldest delivery due now (the "
-                                "lag; 0 when nothing is due).")
-        owner_lag = GaugeMetricFamily("herald_owner_oldest_due_delivery_age_seconds", "The lag per owner (its user "
-                                      "id).", labels=["owner"])
-        backlog = GaugeMetricFamily("herald_deliveries_due", "Deliveries due now, per owner (its user id).",
-                                    labels=["owner"])
-        ages = [owner["lag_seconds"] for owner in owners if owner["lag_seconds"] is not None]
-        lag.add_metric([], max(ages) if ages else 0)
-        for owner in owners:
-            owner_lag.add_metric([str(owner["owner"])], owner["lag_seconds"] or 0)
-            backlog.add_metric([str(owner["owner"])], owner["due"])
-        yield lag
-        yield owner_lag
-        yield backlog
-        awaiting = GaugeMetricFamily("herald_subscriptions_awaiting_confirmation",
-                                     "Subscriptions whose endpoint has not confirmed (handshakes pending).")
-        awaiting.add_metric([], sum(owner["awaiting_confirmation"] for owner in owners))
-        yield awaiting
+        yield from _recent(since)
+        yield from _owners(timezone.now())
         yield from shared_counters(time.time())
+        yield _queues()
 
-        queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
-        try:
-            for name, depth in selectors.queue_depths().items():
-                queues.add_metric([name], depth)
-        except Exception:  # Redis down: report what we can; the missing series says it
-            pass
-        yield queues
+
+def _deliveries():
+    """What is unfinished: deliveries by status, those held, endpoints by state."""
+    deliveries = GaugeMetricFamily("herald_deliveries", "Unfinished deliveries by status (pending, in_flight, "
+                                   "waiting; herald_deliveries_finished_total counts the finished).",
+                                   labels=["status"])
+    for status, n in selectors.unfinished_by_status().items():
+        deliveries.add_metric([status], n)
+    yield deliveries
+
+    held = GaugeMetricFamily("herald_deliveries_held", "Pending deliveries held (paused or unhealthy endpoint).")
+    held.add_metric([], selectors.held_count())
+    yield held
+
+    endpoints = GaugeMetricFamily("herald_endpoints", "Endpoints by state.", labels=["state"])
+    for state, n in selectors.endpoints_by_state().items():
+        endpoints.add_metric([state], n)
+    yield endpoints
+
+
+def _recent(since):
+    """What the window since `since` saw: attempts by outcome, dead letters by reason, schema mismatches."""
+    attempts = GaugeMetricFamily("herald_recent_attempts", "Attempts in the last five minutes by outcome (a "
+                                 "window: use herald_attempts_total for rates).", labels=["outcome"])
+    for outcome, n in (Attempt.objects.filter(started_at__gte=since).values_list("outcome")
+                       .annotate(n=Count("id")).order_by()):
+        attempts.add_metric([outcome], n)
+    yield attempts
+
+    dead = GaugeMetricFamily("herald_recent_dead_letters", "Deliveries dead-lettered in the last five minutes, "
+                             "by reason (herald_deliveries_finished_total counts them all).", labels=["reason"])
+    for reason, n in selectors.recent_dead_letters_by_reason(since).items():
+        dead.add_metric([reason], n)
+    yield dead
+
+    drift = GaugeMetricFamily("herald_recent_schema_mismatches", "Messages published in the last five minutes "
+                              "whose payload did not match their event type's schema (on_mismatch record).",
+                              labels=["event_type"])
+    for event_type, n in (Message.objects.filter(published_at__gte=since).exclude(schema_mismatch="")
+                          .values_list("event_type").annotate(n=Count("id")).order_by()):
+        drift.add_metric([event_type], n)
+    yield drift
+
+
+def _owners(now):
+    """The lag (overall and per owner), the backlog per owner and the confirmations awaited."""
+    owners = selectors.owner_status(now, include_endpoints=False, include_dead_letters=False)
+    lag = GaugeMetricFamily("herald_oldest_due_delivery_age_seconds", "Age of the oldest delivery due now (the "
+                            "lag; 0 when nothing is due).")
+    owner_lag = GaugeMetricFamily("herald_owner_oldest_due_delivery_age_seconds", "The lag per owner (its user "
+                                  "id).", labels=["owner"])
+    backlog = GaugeMetricFamily("herald_deliveries_due", "Deliveries due now, per owner (its user id).",
+                                labels=["owner"])
+    ages = [owner["lag_seconds"] for owner in owners if owner["lag_seconds"] is not None]
+    lag.add_metric([], max(ages) if ages else 0)
+    for owner in owners:
+        owner_lag.add_metric([str(owner["owner"])], owner["lag_seconds"] or 0)
+        backlog.add_metric([str(owner["owner"])], owner["due"])
+    yield lag
+    yield owner_lag
+    yield backlog
+    awaiting = GaugeMetricFamily("herald_subscriptions_awaiting_confirmation",
+                                 "Subscriptions whose endpoint has not confirmed (handshakes pending).")
+    awaiting.add_metric([], sum(owner["awaiting_confirmation"] for owner in owners))
+    yield awaiting
+
+
+def _queues():
+    queues = GaugeMetricFamily("herald_queue_jobs", "Jobs waiting in each RQ queue.", labels=["queue"])
+    try:
+        for name, depth in selectors.queue_depths().items():
+            queues.add_metric([name], depth)
+    except Exception:  # Redis down: report what we can; the missing series says it
+        pass
+    return queues
 
 
 COUNTED = {  # counter name in Redis → (Prometheus family, help, labels)

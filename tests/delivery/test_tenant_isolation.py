@@ -4,7 +4,7 @@ that answers after 9 s hold only their own owner's sends. What is asserted is or
 events arrive while the slow requests are still unanswered.
 
 Elsewhere: fair claiming (tests/delivery/engine/claiming/test_leases.py), per-publish cost of every filter operator
-(tests/delivery/rules/test_filter_policy.py), the fan-out report's page (tests/delivery/web/test_fanout_report.py),
+(tests/delivery/rules/filters/test_matching.py), the fan-out report's page (tests/delivery/web/test_fanout_report.py),
 storage per batch request (tests/delivery/test_batching.py), quotas (tests/delivery/engine/accounts/test_quotas.py)."""
 
 import json

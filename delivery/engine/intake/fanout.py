@@ -26,8 +26,8 @@ from delivery.engine.plumbing import clock, redis_link, tracing
 from delivery.engine.plumbing.database import Statement
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
-from delivery.rules import filter_policy as filters
 from delivery.rules.event_type_filter import event_type_matches
+from delivery.rules.filters import policy as filters
 from delivery.rules.vocabulary import AttemptQueue, FanoutOutcome
 from subscriptions.models import Subscription
 

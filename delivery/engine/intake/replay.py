@@ -19,7 +19,7 @@ from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery, Message, Replay
-from delivery.rules import filter_policy as filters
+from delivery.rules.filters import policy as filters
 from subscriptions.models import Subscription
 
 CHUNK = 1000

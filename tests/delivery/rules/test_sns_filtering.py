@@ -4,7 +4,7 @@ differs on purpose, docs/filtering.md ("Differences from SNS") says so, and the 
 
 import pytest
 
-from delivery.rules.filter_policy import (
+from delivery.rules.filters.policy import (
     BODY,
     FilterPolicyError,
     body_of,

@@ -9,7 +9,7 @@ from delivery.engine.intake import fanout
 from delivery.engine.intake.publishing import message_publish
 from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery, Message
-from delivery.rules.filter_policy import explain
+from delivery.rules.filters.policy import explain
 from delivery.web import fanout_report
 from subscriptions.models import Endpoint, Subscription, Topic
 from tests.conftest import FAST, drain, settle
