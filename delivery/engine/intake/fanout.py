@@ -206,11 +206,10 @@ def build_deliveries(message: Message, chosen: list[Candidate], waiting: set[int
     deliveries = []
     for candidate in chosen:
         keyed = key if candidate.ordered and key else None
-        state = lifecycle.new(due=message.published_at, hold=candidate.held,
-                              behind=bool(keyed) and candidate.id in waiting)
-        deliveries.append(Delivery(message=message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id,
-                                   owner_id=owner_id, tenant_id=candidate.tenant_id,
-                                   ordering_key=keyed, **state))
+        deliveries.append(lifecycle.new_delivery(
+            message, subscription_id=candidate.id, endpoint_id=candidate.endpoint_id, owner_id=owner_id,
+            tenant_id=candidate.tenant_id, due=message.published_at, hold=candidate.held, ordering_key=keyed,
+            behind=bool(keyed) and candidate.id in waiting))
     return deliveries
 
 

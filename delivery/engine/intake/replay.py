@@ -68,10 +68,10 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
                 continue
             keyed = message.ordering_key if subscription.ordered_delivery else None
             # Keyed ones all wait; their heads are released once this commits (under each key's lock).
-            state = lifecycle.new(due=now, hold=paused, behind=bool(keyed))
-            batch.append(Delivery(message=message, subscription=subscription, endpoint_id=subscription.endpoint_id,
-                                  owner_id=subscription.topic.owner_id, tenant_id=subscription.tenant_id,
-                                  replay=replay, ordering_key=keyed, **state))
+            batch.append(lifecycle.new_delivery(
+                message, subscription_id=subscription.id, endpoint_id=subscription.endpoint_id,
+                owner_id=subscription.topic.owner_id, tenant_id=subscription.tenant_id, due=now, hold=paused,
+                ordering_key=keyed, behind=bool(keyed), replay=replay))
             count += 1
             if len(batch) == CHUNK:
                 lifecycle.created(Delivery.objects.bulk_create(batch))

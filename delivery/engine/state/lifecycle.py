@@ -96,6 +96,16 @@ def new(*, due, hold: bool = False, behind: bool = False) -> dict:
     return transitions.initial(due=None if hold else due)
 
 
+def new_delivery(message, *, subscription_id: int, endpoint_id: int, owner_id: int, tenant_id: int | None, due,
+                 hold: bool = False, ordering_key: str | None = None, behind: bool = False, replay=None) -> Delivery:
+    """An unsaved delivery of `message` to a subscription, in the state `new` gives it. Its endpoint, owner (the
+    topic's) and tenant are copied from the subscription onto the row: the claim's indexes order pending rows by
+    them (owner, tenant, endpoint), so every writer of a delivery builds it here, with all three."""
+    return Delivery(message=message, subscription_id=subscription_id, endpoint_id=endpoint_id, owner_id=owner_id,
+                    tenant_id=tenant_id, ordering_key=ordering_key, replay=replay,
+                    **new(due=due, hold=hold, behind=behind))
+
+
 def created(deliveries: list[Delivery]) -> None:
     """New deliveries were written (publish, fan-out, replay): the due ones ask for a pump after commit, and the
     operators' counter of deliveries created counts them then."""

@@ -70,6 +70,15 @@ def test_a_new_delivery_is_waiting_held_or_due():
     assert lifecycle.new(due=NOW) == {"status": "pending", "next_attempt_at": NOW}
 
 
+def test_a_new_delivery_carries_its_subscriptions_endpoint_owner_and_tenant():
+    row = lifecycle.new_delivery(None, subscription_id=3, endpoint_id=4, owner_id=5, tenant_id=None, due=NOW,
+                                 ordering_key="k", behind=True)
+    assert (row.subscription_id, row.endpoint_id, row.owner_id, row.tenant_id, row.ordering_key) == (3, 4, 5, None, "k")
+    assert (row.status, row.next_attempt_at, row.replay_id) == ("waiting", None, None)
+    held = lifecycle.new_delivery(None, subscription_id=3, endpoint_id=4, owner_id=5, tenant_id=6, due=NOW, hold=True)
+    assert (held.tenant_id, held.status, held.next_attempt_at, held.ordering_key) == (6, "pending", None, None)
+
+
 def test_release_makes_held_rows_due_now_and_asks_a_pump_after_commit(subscription, redis_conn):
     one, two = publish(subscription, 0), publish(subscription, 1)
     lifecycle.hold(subscription=subscription)
