@@ -1,5 +1,3 @@
-from importlib import import_module
-
 from django.apps import AppConfig
 from django.core import checks
 
@@ -11,16 +9,21 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self) -> None:
+        # Django's place for what needs the apps loaded: Herald's modules import its models.
+        from delivery import checks as herald_checks
+        from delivery import redaction
+        from delivery.engine.intake import operational
+        from delivery.engine.plumbing import tracing_setup
+        from delivery.transport import descriptors
+
         # Every Herald process (web, worker, scheduler) may open as many files as its hard limit allows: a worker's
         # sockets are budgeted against it (delivery/transport/descriptors.py).
-        import_module("delivery.transport.descriptors").raise_soft_limit()
+        descriptors.raise_soft_limit()
         # No credential reaches a log line of this process, whoever logs it (delivery/redaction.py).
-        import_module("delivery.redaction").install()
-        # Herald's operational events are receivers of its own signals; the engine is importable only once the
-        # models are, hence here (Django's place for connecting signals).
-        import_module("delivery.engine.intake.operational").connect()
+        redaction.install()
+        # Herald's operational events are receivers of its own signals (Django's place for connecting signals).
+        operational.connect()
         # OpenTelemetry, when installed and asked for (OTEL_* variables, or a host project's own provider).
-        import_module("delivery.engine.plumbing.tracing").configure()
-        herald_checks = import_module("delivery.checks")
+        tracing_setup.configure()
         checks.register(herald_checks.public_url_is_set, checks.Tags.compatibility)
         checks.register(herald_checks.worker_class_imports, checks.Tags.compatibility)

@@ -136,7 +136,7 @@ def spans():
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing._start(provider)
+    tracing.start(provider)
     yield exporter
     tracing.stop()
 
@@ -269,7 +269,7 @@ class Broken(SimpleSpanProcessor):
 def test_tracing_that_fails_never_fails_a_publish_or_a_delivery(api, receiver, run_worker, caplog):
     provider = TracerProvider()
     provider.add_span_processor(Broken())
-    tracing._start(provider)
+    tracing.start(provider)
     try:
         receiver.script = lambda request: Reply(status=200)
         topic = api.post("/api/topics/", {"name": "sturdy"}, format="json").json()

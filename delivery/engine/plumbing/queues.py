@@ -7,6 +7,9 @@ stream of publishes costs one Redis round trip each and queues no job per publis
 worker killed before starting one) cost nothing: the flag expires and the scheduler asks again for due work.
 
 `deliver` jobs carry ids: a retry asked for by hand, sent at once and recorded as `manual`.
+
+Waking the scheduler (`herald_cron`): a one-element Redis list it blocks on while it sleeps until the next due
+time. Rows due now never need it (they ask for a pump); rows due sooner than it planned do.
 """
 
 import logging
@@ -80,3 +83,27 @@ def send_now_after_commit(delivery_ids: list[int], label: str) -> None:
                                       delivery_ids)
             want_pump(DELIVERIES)
     after_commit(push)
+
+
+# --- waking the scheduler --------------------------------------------------------------------------------------------
+
+WAKE_KEY = "herald:scheduler:wake"
+
+
+def redis():
+    """The connection the scheduler waits on."""
+    return redis_link.connection(RETRIES)
+
+
+def wake_scheduler() -> None:
+    """Tell a sleeping scheduler that a delivery may now be due sooner than it planned."""
+    try:
+        with redis().pipeline() as pipe:
+            pipe.lpush(WAKE_KEY, 1).ltrim(WAKE_KEY, 0, 0).execute()
+    except Exception as exc:  # the scheduler also wakes by itself every interval
+        availability.redis_failed(exc, log, "could not wake the scheduler")
+
+
+def wake_scheduler_after_commit() -> None:
+    """Call inside the transaction that scheduled rows; the scheduler is woken once it commits."""
+    after_commit(wake_scheduler)

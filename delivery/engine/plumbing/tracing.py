@@ -1,14 +1,14 @@
 """OpenTelemetry traces, optional: `pip install herald-webhooks[otel]`, configured by the standard `OTEL_*`
 variables, nothing done when off.
 
-On when, at start-up (`configure`, called as the app is ready):
+On when, at start-up (tracing_setup.configure, called as the app is ready):
 - a host project has installed its own tracer provider (its Django instrumentation, `opentelemetry-instrument`):
   Herald's spans go there, joined to the request that published; or
 - `OTEL_TRACES_EXPORTER` names an exporter (`otlp`, `console`): Herald sets up the SDK's provider with it (service
   name `OTEL_SERVICE_NAME`, default `herald`; endpoint, headers, sampler and batching from their own `OTEL_*`
   variables; OTLP over HTTP with protobuf).
 `OTEL_SDK_DISABLED=true` turns it off whatever else is set. Off (the default), every function here returns at its
-first line and no span, context or header is made; the SDK and its exporter are not even imported.
+first line and no span, context or header is made.
 
 Tracing never fails what it traces: every function here catches its own errors (a bug, a host's span processor
 that raises), logs them (once a minute at most) and behaves as if tracing were off for that call.
@@ -23,28 +23,24 @@ however much later and wherever the try happens: the message stores the publish'
 
 import functools
 import logging
-import os
 import time
 from contextlib import nullcontext
-from importlib import import_module
 
 from delivery.conf import VERSION
 
 log = logging.getLogger(__name__)
 
 
-def _optional(name: str):
-    """A module of the `otel` extra, or None where it is not installed."""
-    try:
-        return import_module(name)
-    except ImportError:
-        return None
-
-
-trace = _optional("opentelemetry.trace")  # the API: present wherever a host project traces
-otel_context = _optional("opentelemetry.context") if trace is not None else None
-_propagation = _optional("opentelemetry.trace.propagation.tracecontext") if trace is not None else None
-_instrumentation = _optional("opentelemetry.instrumentation.utils") if trace is not None else None
+try:  # the API: present wherever a host project traces
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation import tracecontext as _propagation
+except ImportError:
+    trace = otel_context = _propagation = None
+try:
+    from opentelemetry.instrumentation import utils as _instrumentation
+except ImportError:
+    _instrumentation = None
 
 _state = {"tracer": None, "propagator": None}
 TRACEPARENT_MAX = 55  # 00-<32 hex>-<16 hex>-<2 hex>
@@ -102,73 +98,8 @@ def on() -> bool:
     return _state["tracer"] is not None
 
 
-def _setting(name: str) -> str:
-    return os.environ.get(name, "").strip()
-
-
-def configure() -> None:
-    """Decide once per process whether spans are made (see the module's text), and set up the SDK's provider
-    when the OTEL_* variables ask Herald to. Never raises: a broken set-up is logged and tracing stays off."""
-    if on() or trace is None or _setting("OTEL_SDK_DISABLED").lower() == "true":
-        return
-    try:
-        current = trace.get_tracer_provider()
-        if not isinstance(current, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-            _start(current)  # the host project's own provider
-            return
-        names = [name.strip() for name in _setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
-        names = [name for name in names if name != "none"]
-        if not names:
-            if _setting("OTEL_EXPORTER_OTLP_ENDPOINT") or _setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-                log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but OTEL_TRACES_EXPORTER is not: tracing is off "
-                            "(set OTEL_TRACES_EXPORTER=otlp to turn it on)")
-            return
-        sdk = _optional("opentelemetry.sdk.trace")
-        if sdk is None:
-            log.warning("OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK is not installed; tracing is off "
-                        "(pip install herald-webhooks[otel])")
-            return
-        exporters = [exporter for exporter in map(_exporter, names) if exporter is not None]
-        if not exporters:
-            return
-        export = import_module("opentelemetry.sdk.trace.export")
-        resources = import_module("opentelemetry.sdk.resources")
-        resource = resources.Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
-            resource = resource.merge(resources.Resource({"service.name": "herald"}))
-        provider = sdk.TracerProvider(resource=resource)
-        for exporter in exporters:
-            provider.add_span_processor(export.BatchSpanProcessor(exporter))
-        # Herald's own, not the process's global provider: a host project that sets up its own later (in its
-        # AppConfig.ready(), a gunicorn post_fork) is not refused, and its spans are not named after Herald.
-        _start(provider)
-        log.info("tracing on: exporting to %s as service %r", ", ".join(names), resource.attributes["service.name"])
-    except Exception:
-        log.exception("tracing could not be set up; it stays off")
-
-
-def _exporter(name: str):
-    if name == "console":
-        return import_module("opentelemetry.sdk.trace.export").ConsoleSpanExporter()
-    if name != "otlp":
-        log.warning("OTEL_TRACES_EXPORTER=%s: Herald knows otlp and console; %s is left out", name, name)
-        return None
-    protocol = _setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _setting("OTEL_EXPORTER_OTLP_PROTOCOL")
-    if protocol not in ("", "http/protobuf"):
-        # gRPC channels do not survive gunicorn's fork of its workers after the app is loaded; OTLP/JSON is not
-        # in the Python exporter. Collectors take OTLP/HTTP with protobuf on port 4318.
-        log.warning("OTEL_EXPORTER_OTLP_PROTOCOL=%s: Herald exports OTLP over HTTP with protobuf "
-                    "(http/protobuf); tracing is off", protocol)
-        return None
-    otlp = _optional("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-    if otlp is None:
-        log.warning("OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http; tracing is off "
-                    "(pip install herald-webhooks[otel])")
-        return None
-    return otlp.OTLPSpanExporter()
-
-
-def _start(provider) -> None:
+def start(provider) -> None:
+    """Spans made from now on, by `provider` (a host project's own, or the one tracing_setup.py builds)."""
     _state["tracer"] = provider.get_tracer("herald", VERSION)
     _state["propagator"] = _propagation.TraceContextTextMapPropagator()
 

@@ -23,8 +23,7 @@ from delivery.engine.accounts import confirmation
 from delivery.engine.claiming import due_work
 from delivery.engine.intake.fanout import requeue_lost_fan_outs
 from delivery.engine.plumbing import clock, counters
-from delivery.engine.plumbing.queues import DELIVERIES, RETRIES, want_pump
-from delivery.engine.plumbing.wakeup import WAKE_KEY, redis
+from delivery.engine.plumbing.queues import DELIVERIES, RETRIES, WAKE_KEY, redis, want_pump
 from delivery.engine.sending import journal, recording, spans
 from delivery.engine.sending.recording import Tried
 from delivery.engine.state import lifecycle, transitions

@@ -27,8 +27,7 @@ from django.db import transaction
 from django.db.models import Min
 
 from delivery.engine.plumbing import clock, counters
-from delivery.engine.plumbing.queues import pump_after_commit, send_now_after_commit
-from delivery.engine.plumbing.wakeup import wake_scheduler_after_commit
+from delivery.engine.plumbing.queues import pump_after_commit, send_now_after_commit, wake_scheduler_after_commit
 from delivery.engine.state import announce, ordering, transitions
 from delivery.models import Delivery
 from delivery.rules.vocabulary import TERMINAL, DeliveryStatus

@@ -1,4 +1,4 @@
-"""Asking for pumps and waking the scheduler (engine/plumbing/queues.py, wakeup.py) on their own, against a real
+"""Asking for pumps and waking the scheduler (engine/plumbing/queues.py) on their own, against a real
 Redis: one pump waits per queue however many ask, a started pump lets the next ask queue another, a wake-up is one
 element however many wake, and a lost Redis costs a log line, not an exception."""
 
@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.intake.publishing import message_publish
-from delivery.engine.plumbing import queues, redis_link, wakeup
+from delivery.engine.plumbing import queues, redis_link
 from delivery.engine.scheduler import dispatch
 from delivery.models import Delivery
 
@@ -30,10 +30,10 @@ def test_one_pump_waits_per_queue_however_many_ask(redis_conn):
 
 def test_a_wake_up_is_one_element_however_many_wake(redis_conn):
     for _ in range(5):
-        wakeup.wake_scheduler()
-    assert redis_conn.llen(wakeup.WAKE_KEY) == 1
+        queues.wake_scheduler()
+    assert redis_conn.llen(queues.WAKE_KEY) == 1
     dispatch.sleep_until_due(5)  # woken at once: the element is there
-    assert redis_conn.llen(wakeup.WAKE_KEY) == 0
+    assert redis_conn.llen(queues.WAKE_KEY) == 0
 
 
 def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_conn):
@@ -41,7 +41,7 @@ def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_con
     monkeypatch.setattr(redis_link, "connection", lambda name: gone)
     monkeypatch.setattr(redis_link, "queue", lambda name: type("Q", (), {"connection": gone})())
     assert queues.want_pump("deliveries") is False
-    wakeup.wake_scheduler()
+    queues.wake_scheduler()
     assert queues.work_sequence("deliveries") == -1
     assert "waiting for Redis" in caplog.text or "could not" in caplog.text
 

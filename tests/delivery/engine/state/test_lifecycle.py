@@ -11,8 +11,7 @@ from django.utils import timezone
 from delivery import signals
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.intake.publishing import message_publish
-from delivery.engine.plumbing.queues import PUMP_WANTED_KEY, WORK_SEQUENCE_KEY
-from delivery.engine.plumbing.wakeup import WAKE_KEY
+from delivery.engine.plumbing.queues import PUMP_WANTED_KEY, WAKE_KEY, WORK_SEQUENCE_KEY
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
 from delivery.rules.vocabulary import AttemptQueue, DeliveryStatus
