@@ -192,21 +192,9 @@ def subscription_create(
         health = endpoint_for(owner=topic.owner, url=url, tenant=tenant)
         existing = Subscription.objects.filter(topic=topic, endpoint=health).order_by("id").first()
         if existing is not None:
-            asked = {"delivery_policy": delivery_policy or None, "filter_policy": filter_policy or None,
-                     "raw_message_delivery": bool(raw_message_delivery), "signature_scheme": signature_scheme}
-            given = {"delivery_policy": delivery_policy is not None, "filter_policy": filter_policy is not None,
-                     "raw_message_delivery": raw_message_delivery is not None,
-                     "signature_scheme": signature_scheme is not None}
-            different = [f for f, value in asked.items() if given[f] and value != getattr(existing, f)] + [
-                name for name in STREAM_OPTIONS if name in credentials and name != "delivery_headers"
-                and credentials[name] != getattr(existing, name)] + (
-                ["secret"] if own_secret and not hmac.compare_digest(str(existing.secret), secret) else [])
-            if different:
-                path = reverse("herald:subscription-detail", args=[existing.id])
-                raise ApplicationError(
-                    f"{health.url} is already subscribed to this topic (subscription {existing.id}) with a "
-                    f"different {' and '.join(different)}; change it with PATCH {path}.",
-                    field="endpoint", status_code=409)
+            asked = {"delivery_policy": delivery_policy, "filter_policy": filter_policy,
+                     "raw_message_delivery": raw_message_delivery, "signature_scheme": signature_scheme}
+            _same_as(existing, asked, credentials, secret if own_secret else None)
             return existing, None
         quotas.subscriptions(topic.owner)
         if tenant is not None:
@@ -228,6 +216,25 @@ def subscription_create(
         if not confirmed:
             confirmation_request(subscription=subscription)
     return subscription, subscription.secret
+
+
+def _same_as(existing: Subscription, asked: dict, options: dict, own_secret: str | None) -> None:
+    """A subscribe of an endpoint already subscribed to the topic: a 409 naming what it asks for differently (what
+    it leaves out, None, is not a difference)."""
+    asked_as_stored = {"delivery_policy": asked["delivery_policy"] or None,
+                       "filter_policy": asked["filter_policy"] or None,
+                       "raw_message_delivery": bool(asked["raw_message_delivery"]),
+                       "signature_scheme": asked["signature_scheme"]}
+    different = [f for f, value in asked_as_stored.items() if asked[f] is not None and value != getattr(existing, f)]
+    different += [name for name in STREAM_OPTIONS if name in options and name != "delivery_headers"
+                  and options[name] != getattr(existing, name)]
+    if own_secret is not None and not hmac.compare_digest(str(existing.secret), own_secret):
+        different.append("secret")
+    if different:
+        path = reverse("herald:subscription-detail", args=[existing.id])
+        raise ApplicationError(
+            f"{existing.endpoint.url} is already subscribed to this topic (subscription {existing.id}) with a "
+            f"different {' and '.join(different)}; change it with PATCH {path}.", field="endpoint", status_code=409)
 
 
 def tenant_rules(topic: Topic, tenant, event_types, kept=()) -> None:

@@ -33,18 +33,9 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
                   filter_policy_scope: str = filters.ATTRIBUTES, event_types=None, requested_by=None,
                   now=None) -> Replay:
     """Deliver the topic's messages published in [since, until) to `subscription` again; returns the Replay."""
-    found = filters.problems(policy=filter_policy, scope=filter_policy_scope, event_types=event_types)
-    if found:  # the replay's own filters, on top of the subscription's: the same rules as a subscription's
-        raise ApplicationError.of_problems(found)
     now = now or clock.now()
-    if until is not None and since >= until:
-        raise ApplicationError("must be later than since", field="until")
-    until = min(until or now, now)
-    if since >= until:
-        raise ApplicationError("must be earlier than until (and than now)", field="since")
-    if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
-        raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
-                               status_code=409)
+    until = _checked_window(subscription, since, until, now,
+                            filters.problems(policy=filter_policy, scope=filter_policy_scope, event_types=event_types))
     quotas.replay(subscription, now)
     window = Message.objects.filter(fanout.messages_for(subscription), topic_id=subscription.topic_id,
                                     published_at__gte=since, published_at__lt=until).exclude(
@@ -82,6 +73,22 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
     if subscription.ordered_delivery and count:
         lifecycle.release_heads(subscription.id, now=now)
     return replay
+
+
+def _checked_window(subscription: Subscription, since, until, now, problems: dict):
+    """The replay's end (until, at most now), once what it asks is checked: its own filters (on top of the
+    subscription's: the same rules as a subscription's), its window, and a subscription that may be sent to."""
+    if problems:
+        raise ApplicationError.of_problems(problems)
+    if until is not None and since >= until:
+        raise ApplicationError("must be later than since", field="until")
+    until = min(until or now, now)
+    if since >= until:
+        raise ApplicationError("must be earlier than until (and than now)", field="since")
+    if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
+        raise ApplicationError("The subscription's endpoint has not confirmed it; nothing can be replayed to it.",
+                               status_code=409)
+    return until
 
 
 def oldest_kept(topic, now=None):
