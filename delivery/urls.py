@@ -10,17 +10,21 @@ from django.urls import include, path
 from rest_framework.routers import APIRootView, DefaultRouter
 
 from delivery import VERSION
-from delivery.web import portal, probes
+from delivery.web import probes
 from delivery.web.api.base import HeraldAPI
+from delivery.web.api.deliveries import DeliveryViewSet
 from delivery.web.api.docs import RedocView, SchemaView, SwaggerView, redoc_bundle_view
 from delivery.web.api.endpoints import EndpointViewSet
 from delivery.web.api.event_types import EventTypeViewSet
-from delivery.web.api.messages import DeliveryViewSet, MessageViewSet, PolicyPreviewView, SigningKeysView
+from delivery.web.api.messages import MessageViewSet
+from delivery.web.api.policy_preview import PolicyPreviewView
 from delivery.web.api.portal_settings import PortalSettingsView
-from delivery.web.api.subscriptions import SubscriptionViewSet
+from delivery.web.api.signing_keys import SigningKeysView
+from delivery.web.api.subscriptions.views import SubscriptionViewSet
 from delivery.web.api.tenants import TenantViewSet
 from delivery.web.api.topics import TopicViewSet
 from delivery.web.console.dashboard import dashboard
+from delivery.web.portal import access, pages
 from delivery.web.prometheus import metrics
 
 app_name = "herald"
@@ -69,19 +73,19 @@ urlpatterns = [
                           *docs, *router.urls])),
     path("dashboard/", dashboard, name="dashboard"),
     path("portal/<str:token>/", include([
-        path("", portal.home, name="portal-home"),
-        path("event-types/", portal.event_types, name="portal-event-types"),
-        path("subscriptions/new/", portal.subscription_new, name="portal-subscription-new"),
-        path("subscriptions/<int:subscription_id>/", portal.subscription_detail, name="portal-subscription"),
-        path("subscriptions/<int:subscription_id>/<str:name>/", portal.subscription_action,
+        path("", pages.home, name="portal-home"),
+        path("event-types/", pages.event_types, name="portal-event-types"),
+        path("subscriptions/new/", pages.subscription_new, name="portal-subscription-new"),
+        path("subscriptions/<int:subscription_id>/", pages.subscription_detail, name="portal-subscription"),
+        path("subscriptions/<int:subscription_id>/<str:name>/", pages.subscription_action,
              name="portal-subscription-action"),
         # The same pages at their addresses before 2026-11 (a page opened before an upgrade keeps working).
-        path("endpoints/new/", portal.subscription_new),
-        path("endpoints/<int:subscription_id>/", portal.subscription_detail),
-        path("endpoints/<int:subscription_id>/<str:name>/", portal.subscription_action),
-        path("deliveries/<int:delivery_id>/", portal.delivery_detail, name="portal-delivery"),
-        path("deliveries/<int:delivery_id>/retry/", portal.delivery_retry, name="portal-retry"),
-        path("<path:rest>", portal.not_found, name="portal-not-found"),  # a 404 with the portal's headers
+        path("endpoints/new/", pages.subscription_new),
+        path("endpoints/<int:subscription_id>/", pages.subscription_detail),
+        path("endpoints/<int:subscription_id>/<str:name>/", pages.subscription_action),
+        path("deliveries/<int:delivery_id>/", pages.delivery_detail, name="portal-delivery"),
+        path("deliveries/<int:delivery_id>/retry/", pages.delivery_retry, name="portal-retry"),
+        path("<path:rest>", access.not_found, name="portal-not-found"),  # a 404 with the portal's headers
     ])),
     path("metrics", metrics, name="metrics"),
     path("healthz", probes.healthz, name="healthz"),

@@ -48,17 +48,43 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
+def _imported(node: ast.AST) -> list[tuple[str, int]]:
+    if isinstance(node, ast.Import):
+        return [(alias.name, node.lineno) for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return [(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES else node.module,
+                 node.lineno) for alias in node.names]
+    return []
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    names = {"ImportError", "ModuleNotFoundError"}
+    return any(isinstance(handler.type, ast.Name) and handler.type.id in names
+               or isinstance(handler.type, ast.Tuple) and {getattr(e, "id", "") for e in handler.type.elts} & names
+               for handler in node.handlers)
+
+
+def _readies(tree: ast.Module) -> list[ast.FunctionDef]:
+    """`ready()` of each AppConfig: Django's place for what needs the apps loaded (connecting signals, checks)."""
+    return [item for node in tree.body if isinstance(node, ast.ClassDef)
+            and any(getattr(base, "id", getattr(base, "attr", "")) == "AppConfig" for base in node.bases)
+            for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "ready"]
+
+
 def imports(path: Path, *, top_level_only: bool) -> list[tuple[str, int]]:
-    """(module imported, line) of a file; with top_level_only, only those not inside a function or class."""
+    """(module imported, line) of a file; with top_level_only, only those a module makes as it is imported or as
+    its app is ready, in Django's idioms: at the top, in a top-level `try: … except ImportError:` (an optional
+    package), or in an AppConfig's `ready()`."""
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    if not top_level_only:
+        return [found for node in ast.walk(tree) for found in _imported(node)]
     found = []
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            found += [(alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found += [(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES else node.module,
-                       node.lineno) for alias in node.names]
+    for node in tree.body:
+        found += _imported(node)
+        if isinstance(node, ast.Try) and _catches_import_error(node):
+            found += [each for inner in node.body for each in _imported(inner)]
+    for ready in _readies(tree):
+        found += [each for node in ast.walk(ready) for each in _imported(node)]
     return found
 
 
@@ -76,6 +102,8 @@ IMPORTS_INSIDE_ALLOWED = {"delivery.pytest_plugin"}
 
 
 def test_no_import_inside_a_function_or_class():
+    """Imports are read in one place, so that a cycle cannot hide in a function. Django's idioms are the exceptions:
+    an optional package in a top-level `try: … except ImportError:`, and an AppConfig's `ready()`."""
     inner = []
     for name, path in MODULES.items():
         if name in IMPORTS_INSIDE_ALLOWED:
@@ -84,6 +112,18 @@ def test_no_import_inside_a_function_or_class():
         inner += [f"{path.relative_to(ROOT)}:{line} imports {target}"
                   for target, line in imports(path, top_level_only=False) if line not in top]
     assert inner == []
+
+
+def test_djangos_idioms_are_told_from_imports_inside_a_function(tmp_path):
+    source = tmp_path / "sample.py"
+    source.write_text("import os\ntry:\n    import psycopg\nexcept ImportError:\n    psycopg = None\n"
+                      "try:\n    import json\nexcept ValueError:\n    pass\n"
+                      "class Config(AppConfig):\n    def ready(self):\n        from delivery import checks\n"
+                      "    def other(self):\n        import csv\n"
+                      "def helper():\n    import re\n")
+    top = {line for _, line in imports(source, top_level_only=True)}
+    assert sorted((line, name) for name, line in imports(source, top_level_only=False) if line not in top) == [
+        (7, "json"), (14, "csv"), (16, "re")]
 
 
 def test_no_import_cycles():
@@ -174,6 +214,7 @@ WING_USES = {
 EDGE_USES = {  # module prefix: the wings it may import
     "delivery.web": {"accounts", "intake", "state", "plumbing"},
     "delivery.events": {"accounts", "intake", "plumbing"},
+    "delivery.apps": {"intake", "plumbing"},  # ready(): the operational events' receivers, tracing
     "delivery.tenants": {"accounts"},
     "delivery.testing": {"intake", "plumbing"},
     "delivery.management": {"scheduler", "sending", "plumbing"},
@@ -267,8 +308,11 @@ def test_one_way_to_wait_for_a_commit():
 def test_the_portal_reads_through_selectors():
     """The portal's pages read what a tenant may see through delivery/web/selectors.py, each query scoped to the
     tenant there, not written again in a view."""
-    portal = (ROOT / "delivery" / "web" / "portal.py").read_text()
-    assert [line.strip() for line in portal.splitlines() if ".objects." in line] == []
+    package = ROOT / "delivery" / "web" / "portal"
+    portal = sorted(package.rglob("*.py"))
+    assert package / "pages.py" in portal  # the test reads the views
+    assert [f"{path.relative_to(package)}: {line.strip()}" for path in portal for line in path.read_text().splitlines()
+            if ".objects." in line] == []
 
 
 # An AppConfig.ready() imports its models and Herald's once the apps are loaded: that is what it is for.

@@ -1,7 +1,7 @@
-"""The API of endpoints: a URL's health, and enabling it by hand once fixed. Every endpoint is the requester's own
-(another owner's, or another tenant's, is a 404)."""
+"""The API of endpoints: a URL's health, its recent transitions, and enabling it by hand once fixed. Every endpoint
+is the requester's own (another owner's, or another tenant's, is a 404)."""
 
-from rest_framework import mixins, viewsets
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -9,11 +9,38 @@ from delivery.engine.state import health
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin
 from delivery.web.api.strict import NoBodySerializer
-from delivery.web.api.subscription_serializers import (
-    EndpointDetailSerializer,
-    EndpointSerializer,
-)
-from subscriptions.models import Endpoint
+from subscriptions.models import Endpoint, EndpointTransition
+
+
+class EndpointTransitionSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = EndpointTransition
+        fields = ["at", "from_state", "to_state", "reason", "consecutive_failures", "window_attempts",
+                  "window_failures", "actor"]
+        read_only_fields = fields
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Endpoint
+        fields = ["id", "url", "state", "state_reason", "state_changed_at", "consecutive_failures",
+                  "window_attempts", "window_failures", "last_success_at", "last_failure_at", "next_probe_at",
+                  "created_at"]
+        read_only_fields = fields
+
+
+class EndpointDetailSerializer(EndpointSerializer):
+    transitions = serializers.SerializerMethodField()
+
+    class Meta(EndpointSerializer.Meta):
+        fields = EndpointSerializer.Meta.fields + ["transitions"]
+        read_only_fields = fields
+
+    def get_transitions(self, obj) -> list[dict]:
+        recent = obj.transitions.select_related("actor").order_by("-at", "-id")[:50]
+        return EndpointTransitionSerializer(recent, many=True).data
 
 
 class EndpointViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,

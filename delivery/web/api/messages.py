@@ -1,53 +1,111 @@
-"""The API of messages and deliveries (read-only, the requester's own), with each message's fan-out report ("why
-did endpoint X not get event Y"), retry now and stop retrying on a delivery, the policy preview, and an Ed25519
-subscription's public signing keys."""
+"""The API of messages (read-only, the requester's own), with each message's fan-out report: "why did endpoint X not
+get event Y", one row per subscription of its topic."""
 
-import base64
-
-from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from delivery.engine.accounts import recovery
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.engine.state.effective import system_default
-from delivery.models import Delivery, Message
-from delivery.rules import policy as policies
-from delivery.rules import policy_levels, signing
+from delivery.models import Message
 from delivery.web import fanout_report
 from delivery.web.api.base import HeraldAPI, extend_schema
-from delivery.web.api.filters import DeliveryFilter, MessageFilter
-from delivery.web.api.message_serializers import (
-    DeliveryDetailSerializer,
-    DeliverySerializer,
-    FanoutDecisionSerializer,
-    MessageDetailSerializer,
-    MessageSerializer,
-    PolicyPreviewSerializer,
-)
+from delivery.web.api.deliveries import DeliverySerializer
+from delivery.web.api.filters import MessageFilter
 from delivery.web.api.ownership import OwnedQuerysetMixin
-from delivery.web.api.strict import NoBodySerializer
-from delivery.web.api.subscription_serializers import public_key_of
-from subscriptions.models import Subscription
-from subscriptions.states import SignatureScheme
+
+FANOUT_SHOWN = 100
 
 
-class ReadOnlyViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                      viewsets.GenericViewSet):
-    detail_serializer_class = None
+class MessageSerializer(serializers.ModelSerializer):
+    topic_name = serializers.CharField(source="topic.name", read_only=True)
+    tenant = serializers.SerializerMethodField(
+        help_text="The tenant (external id) it was published for: its subscriptions and the owner's own receive it, "
+                  "or only the owner's own while `tenant_registered` is false. Empty: the owner's own "
+                  "subscriptions only, or every tenant's with `broadcast`.")
+    tenant_registered = serializers.SerializerMethodField(
+        help_text="Whether the owner had the tenant when it was published (false: kept for it, delivered to the "
+                  "owner's own subscriptions only; a replay reaches it once it registers).")
 
-    def get_serializer_class(self):
-        if self.action == "retrieve" and self.detail_serializer_class:
-            return self.detail_serializer_class
-        return self.serializer_class
+    class Meta:
+        model = Message
+        fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
+                  "published_at", "idempotency_key", "ordering_key", "tenant", "tenant_registered", "broadcast",
+                  "schema_mismatch"]
+        read_only_fields = fields
+
+    def get_tenant(self, message) -> str | None:
+        if message.tenant_id is not None:
+            return message.tenant.external_id
+        return message.tenant_external_id or None
+
+    def get_tenant_registered(self, message) -> bool | None:
+        if message.tenant_id is None and not message.tenant_external_id:
+            return None
+        return message.tenant_id is not None
 
 
-class MessageViewSet(ReadOnlyViewSet):
+class LastErrorSerializer(serializers.Serializer):
+    attempt = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    status = serializers.IntegerField(allow_null=True, help_text="The endpoint's HTTP status, if it answered.")
+    error_class = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class FanoutDeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    attempt_count = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    dead_letter_reason = serializers.CharField()
+    last_error = LastErrorSerializer(allow_null=True)
+
+
+class FanoutDecisionSerializer(serializers.Serializer):
+    """What publishing decided for one subscription of the topic, and where its delivery stands."""
+
+    subscription = serializers.IntegerField()
+    endpoint = serializers.CharField()
+    endpoint_id = serializers.IntegerField()
+    subscription_status = serializers.CharField(help_text="The subscription's status now.")
+    endpoint_state = serializers.CharField(help_text="The endpoint's state now.")
+    tenant = serializers.CharField(allow_null=True, help_text="The tenant (external id) whose subscription it is; "
+                                                              "null: the owner's own.")
+    outcome = serializers.ChoiceField(choices=fanout_report.OUTCOMES)
+    reason = serializers.CharField(help_text="The decision or the delivery's state, in words.")
+    fix = serializers.CharField(help_text="What an operator can do about it (empty when nothing is needed).")
+    delivery = FanoutDeliverySerializer(allow_null=True)
+
+
+class MessageDetailSerializer(MessageSerializer):
+    deliveries = serializers.SerializerMethodField(help_text=(
+        f"The message's first {FANOUT_SHOWN} deliveries (all of them, filterable, at `/api/deliveries/?message=`)."))
+    fanout_summary = serializers.SerializerMethodField(help_text="How many subscriptions had each outcome.")
+    fanout = serializers.SerializerMethodField(help_text=(
+        f"Every subscription of the topic with its outcome (the first {FANOUT_SHOWN}; all of them, filterable, at "
+        "`/api/messages/{id}/fanout/`)."))
+
+    class Meta(MessageSerializer.Meta):
+        fields = MessageSerializer.Meta.fields + ["fanout_summary", "fanout", "deliveries"]
+        read_only_fields = fields
+
+    @extend_schema_field(DeliverySerializer(many=True))
+    def get_deliveries(self, message):
+        first = message.deliveries.select_related("endpoint").order_by("id")
+        return DeliverySerializer(first[:FANOUT_SHOWN], many=True).data
+
+    def get_fanout_summary(self, message) -> dict[str, int]:
+        return fanout_report.counts(message)
+
+    @extend_schema_field(FanoutDecisionSerializer(many=True))
+    def get_fanout(self, message):
+        rows = fanout_report.decisions(message, fanout_report.subscriptions(message)[:FANOUT_SHOWN])
+        return FanoutDecisionSerializer(rows, many=True).data
+
+
+class MessageViewSet(HeraldAPI, OwnedQuerysetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                     viewsets.GenericViewSet):
     """Published messages. A message's page lists every subscription of its topic with what publishing decided
     (delivery created, filtered out and by which attribute, not confirmed, paused, subscribed after) and where the
     delivery stands; `fanout` pages through all of them."""
@@ -55,9 +113,11 @@ class MessageViewSet(ReadOnlyViewSet):
     queryset = Message.objects.select_related("topic", "tenant")
     owner_path = "topic__owner"
     serializer_class = MessageSerializer
-    detail_serializer_class = MessageDetailSerializer
     filterset_class = MessageFilter
     ordering_fields = ["published_at"]
+
+    def get_serializer_class(self):
+        return MessageDetailSerializer if self.action == "retrieve" else self.serializer_class
 
     @extend_schema(
         parameters=[OpenApiParameter("outcome", enum=fanout_report.OUTCOMES, required=False),
@@ -79,91 +139,3 @@ class MessageViewSet(ReadOnlyViewSet):
         response = self.get_paginated_response(FanoutDecisionSerializer(rows, many=True).data)
         response.data["schema_mismatch"] = message.schema_mismatch  # published all the same (on_mismatch record)
         return response
-
-
-class DeliveryViewSet(ReadOnlyViewSet):
-    """Deliveries with their attempts. `retry` attempts one now."""
-
-    queryset = Delivery.objects.select_related("endpoint").prefetch_related("attempts__exchange")
-    owner_path = "subscription__topic__owner"
-    tenant_path = "subscription__tenant"
-    tenant_actions = frozenset({"list", "retrieve", "retry"})
-    serializer_class = DeliverySerializer
-    detail_serializer_class = DeliveryDetailSerializer
-    filterset_class = DeliveryFilter
-    ordering_fields = ["id", "created_at", "next_attempt_at", "last_attempt_at"]
-
-    @extend_schema(request=None, responses={202: DeliverySerializer})
-    @action(detail=True, methods=["post"], serializer_class=NoBodySerializer)
-    def retry(self, request, pk=None):
-        """Attempt this delivery now (recorded as a `manual` attempt); a dead letter gets a fresh budget."""
-        delivery = recovery.delivery_retry_now(delivery=self.get_object())
-        return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
-
-
-class PolicyPreviewView(HeraldAPI, APIView):
-    """The effective policy of a document and the schedule it produces (no jitter; jitter bounds beside), and what
-    ends it (`ends`: the maximum of attempts or the time-to-live)."""
-
-    serializer_class = PolicyPreviewSerializer  # the browsable API's form
-
-    def get_serializer(self, *args, **kwargs):
-        return self.serializer_class(*args, **kwargs)
-
-    @extend_schema(request=PolicyPreviewSerializer, responses={200: dict})
-    def post(self, request):
-        serializer = PolicyPreviewSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        document, topic = serializer.validated_data["delivery_policy"], serializer.validated_data.get(
-            "topic_delivery_policy")
-        if topic is None and policy_levels.is_topic_form(document):  # a topic's, previewed as its subscriptions see it
-            document, topic = None, document
-        policy_levels.validated(topic, level=policy_levels.TOPIC)
-        policy_levels.validated(document, level=policy_levels.SUBSCRIPTION)
-        merged, sources, written = policy_levels.merged(document, topic, system_default())
-        effective = policies.parse_resolved(merged, written=written)
-        rows = effective.schedule()
-        for row in rows:
-            row["delay_min"] = round(row["delay"] * (1 - effective.jitter), 3)
-            row["delay_max"] = round(row["delay"] * (1 + effective.jitter), 3)
-        return Response({
-            "effective_delivery_policy": effective.document,
-            "effective_delivery_policy_sources": sources,
-            "max_attempts": effective.max_attempts,
-            "max_age_seconds": effective.max_age_seconds,
-            "jitter": effective.jitter,
-            "schedule": rows,
-            "total_seconds": rows[-1]["offset"],
-            "ends": effective.schedule_end(rows),
-        })
-
-
-class SigningKeysView(HeraldAPI, APIView):
-    """The Ed25519 public keys of one subscription, as a JSON Web Key Set: what receivers verify `v1a` signatures
-    with (a key in a rotation's grace period is listed beside the new one). Public, like any public key: no token
-    needed. Its address names the subscription by an unguessable id (`signing_keys_url`), never a sequential one,
-    and it answers only once the endpoint has confirmed: nothing to enumerate, nothing about who uses Ed25519."""
-
-    authentication_classes = []
-    permission_classes = [AllowAny]
-
-    @extend_schema(responses={200: dict}, auth=[])
-    def get(self, request, keys_id):
-        now = timezone.now()
-        subscription = Subscription.objects.filter(
-            keys_id=keys_id, signature_scheme=SignatureScheme.ED25519,
-            status__in=(Subscription.Status.CONFIRMED, Subscription.Status.PAUSED)).first()
-        if subscription is None:
-            raise NotFound("No such key set.")
-        current = [("", subscription.secret)]
-        if subscription.previous_secret_expires_at and subscription.previous_secret_expires_at > now:
-            current.append(("-previous", subscription.previous_secret))
-        keys = []
-        for suffix, secret in current:
-            public = public_key_of(secret)
-            if public:
-                raw = signing.public_key_bytes(public)
-                keys.append({"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig",
-                             "kid": f"{public[len(signing.PUBLIC_KEY_PREFIX):][:16]}{suffix}",
-                             "x": base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), "whpk": public})
-        return Response({"keys": keys}, headers={"Cache-Control": "public, max-age=300"})

@@ -1,12 +1,15 @@
 """Every object belongs to an owner: others get 404 (never 403, which would leak that it exists); staff see all.
-A tenant (docs/tenants.md) sees its own objects of its owner's only, and the topics open to tenants.
+A tenant (docs/tenants.md) sees its own objects of its owner's only, and the topics open to tenants, without the
+owner's tuning of them (`OwnerTuning`).
 
 A path names an object by its id or, for topics and tenants, by its name; `path_key` reads that part of the path
 for every route (HeraldAPI.initial), so what no object can be named by answers 404 before any lookup: `"²"` and
 `"①"` pass `str.isdigit()` and break `int()`, `int("٣")` is 3, and PostgreSQL refuses NUL in text."""
 
 import re
+from collections.abc import Mapping
 
+from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import get_object_or_404
 
@@ -87,3 +90,31 @@ def owned_choices(model, owner_path: str = "owner", tenant_path: str | None = No
         return queryset if user.is_staff else queryset.filter(**{owner_path: user})
 
     return choices
+
+
+class OwnerTuning:
+    """A serializer mixin: a tenant's view leaves out `owner_tuning`, how the owner tunes delivery (retry policies,
+    batch sizes, retention), which its customer can neither act on nor change; a tenant sending one of them gets a
+    400 naming it. The owner's token sees and sets them all."""
+
+    owner_tuning: tuple[str, ...] = ()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        if self._by_tenant():
+            for name in self.owner_tuning:
+                fields.pop(name, None)
+        return fields
+
+    def _by_tenant(self) -> bool:
+        request = self.context.get("request")
+        return request is not None and tenant_of(request) is not None
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and self._by_tenant():
+            tuned = [name for name in self.owner_tuning if name in data]
+            if tuned:
+                raise serializers.ValidationError({name: [
+                    "set by the owner of these webhooks (how events are delivered), not with a tenant key"]
+                    for name in tuned})
+        return super().to_internal_value(data)

@@ -1,30 +1,20 @@
-"""The API of topics: create, read, change and delete them, publish to them (one message or a batch), and
-their metrics. Views validate input and call one service of delivery/engine; every topic is the requester's own
-(another owner's is a 404; a tenant reads its owner's topics open to tenants)."""
+"""The API of topics: create, read, change and delete them, and their metrics; publishing to one (a message or a
+batch) is publishing.py's, taken in here. Views validate input and call one service of delivery/engine; every topic
+is the requester's own (another owner's is a 404; a tenant reads its owner's topics open to tenants)."""
 
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework import status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from delivery.conf import herald
 from delivery.engine.accounts import removal, subscribing
-from delivery.engine.intake.publishing import Entry, entry_from, message_publish_batch, publish_one
 from delivery.engine.plumbing.database import Statement, instance
-from delivery.engine.plumbing.errors import ApplicationError
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
-from delivery.web.api.ownership import OwnedQuerysetMixin, path_key, tenant_of
-from delivery.web.api.subscription_serializers import (
-    BatchEntrySerializer,
-    PublishBatchSerializer,
-    PublishedBatchSerializer,
-    PublishedSerializer,
-    PublishSerializer,
-    TopicSerializer,
-)
-from delivery.web.api.throttling import PublishRateThrottle
+from delivery.web.api.ownership import OwnedQuerysetMixin, OwnerTuning, path_key, tenant_of
+from delivery.web.api.publishing import PublishActions
+from delivery.web.api.strict import StrictInput
 from subscriptions.models import Topic
 
 # An owner's topic by id or by name, compiled once per process: every publish asks.
@@ -32,15 +22,17 @@ OWN_TOPIC_BY_ID = Statement(lambda owner, pk: Topic.objects.filter(owner_id=owne
 OWN_TOPIC_BY_NAME = Statement(lambda owner, name: Topic.objects.filter(owner_id=owner, name=name)[:1], int, str)
 
 
-def publish_entry(serializer_class, data, *, idempotency_key=None) -> Entry:
-    """One publish body, validated: 400 naming the field, 413 for a payload over HERALD_MAX_PAYLOAD_BYTES."""
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    valid = {name: value for name, value in serializer.validated_data.items() if name != "id"}
-    return entry_from(valid, idempotency_key=idempotency_key)
+class TopicSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
+    owner_tuning = ("delivery_policy", "message_retention_days")
+
+    class Meta:
+        model = Topic
+        fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "open_to_tenants",
+                  "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
 
 
-class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
+class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, PublishActions, viewsets.ModelViewSet):
     queryset = Topic.objects.all()
     serializer_class = TopicSerializer
     tenant_path = "open"  # a tenant sees its owner's topics open to tenants, and may only read them
@@ -87,64 +79,6 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
 
     def perform_destroy(self, instance):
         removal.topic_delete(topic=instance)  # a 409 while any of its deliveries is being sent
-
-    @extend_schema(
-        request=PublishSerializer, responses={202: PublishedSerializer},
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
-    )
-    @action(detail=True, methods=["post"], throttle_classes=[PublishRateThrottle], serializer_class=PublishSerializer)
-    def publish(self, request, pk=None):
-        topic = self.owned_object()
-        limit = herald.MAX_PAYLOAD_BYTES
-        if len(request.body) > 2 * limit + 65536:
-            raise ApplicationError(f"The request is larger than {limit} bytes of payload allow.", status_code=413)
-        key = request.headers.get("Idempotency-Key") or None
-        if key is not None and len(key) > 255:
-            raise ApplicationError("At most 255 characters.", field="Idempotency-Key")
-        entry = publish_entry(PublishSerializer, request.data, idempotency_key=key)
-        message, count, created = publish_one(topic, entry)
-        # PublishedSerializer's shape, written out: a serializer here would rebuild its fields for three values.
-        body = {"message_id": str(message.id), "deliveries": count, "duplicate": not created}
-        return Response(body, status=status.HTTP_202_ACCEPTED)
-
-    @extend_schema(request=PublishBatchSerializer, responses={200: PublishedBatchSerializer})
-    @action(detail=True, methods=["post"], url_path="publish-batch", throttle_classes=[PublishRateThrottle],
-            serializer_class=PublishBatchSerializer)
-    def publish_batch(self, request, pk=None):
-        """Up to 100 messages in one request (like SNS PublishBatch): each entry is validated alone; the valid ones
-        are published together and the answer lists, by your entry ids, what was published and what failed."""
-        topic = self.owned_object()
-        batch = PublishBatchSerializer(data=request.data)
-        batch.is_valid(raise_exception=True)
-        raw = batch.validated_data["entries"]
-        missing = [n for n, item in enumerate(raw) if not isinstance(item.get("id"), str) or not item["id"]]
-        if missing:
-            raise ApplicationError(f"entries[{missing[0]}].id is required: each entry needs an id (a non-empty "
-                                   f"string, unique in the batch) that the answer names it by", field="entries")
-        ids = [item["id"] for item in raw]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ApplicationError(f"Entry ids must be distinct in a batch; repeated: {', '.join(repeated)[:200]}",
-                                   field="entries")
-        entries, failed = [], []
-        for entry_id, item in zip(ids, raw, strict=True):
-            try:
-                entries.append((entry_id, publish_entry(BatchEntrySerializer, item)))
-            except ApplicationError as exc:
-                failed.append({"id": entry_id, "status": exc.status_code, "errors": exc.as_payload()})
-            except ValidationError as exc:
-                failed.append({"id": entry_id, "status": 400, "errors": exc.detail})
-        published = message_publish_batch(topic=topic, entries=[entry for _, entry in entries])
-        successful = []
-        for (entry_id, _), result in zip(entries, published, strict=True):
-            if isinstance(result, ApplicationError):
-                failed.append({"id": entry_id, "status": result.status_code, "errors": result.as_payload()})
-                continue
-            message, count, created = result
-            successful.append({"id": entry_id, "message_id": message.id, "deliveries": count,
-                               "duplicate": not created})
-        failed.sort(key=lambda item: ids.index(item["id"]))
-        return Response(PublishedBatchSerializer({"successful": successful, "failed": failed}).data)
 
     @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 15m, 24h, 7d (default 24h)")],
                    responses={200: dict})

@@ -55,3 +55,21 @@ def test_a_state_change_is_logged_with_whose_endpoint_it_is(api, receiver, caplo
     assert record.herald == {"owner": user.id, "tenant": None, "endpoint": endpoint.id, "endpoint_host": "127.0.0.1",
                              "from": "active", "to": "frozen", "reason": "410 Gone", "actor": user.username}
     assert "to=frozen" in record.getMessage() and "/hook" not in record.getMessage()  # the host only
+
+
+def test_an_endpoint_is_listed_by_its_health_and_shown_with_its_transitions(api, receiver, user):
+    _, subscription = subscribe(api, receiver, None)
+    endpoint = Endpoint.objects.get(id=subscription["endpoint_id"])
+    health.transition_endpoint(endpoint, "frozen", "410 Gone", actor=user)
+    fields = ["id", "url", "state", "state_reason", "state_changed_at", "consecutive_failures", "window_attempts",
+              "window_failures", "last_success_at", "last_failure_at", "next_probe_at", "created_at"]
+    listed = api.get("/api/endpoints/").json()["results"]
+    assert [list(row) for row in listed] == [fields]
+    assert (listed[0]["url"], listed[0]["state"], listed[0]["state_reason"]) == (receiver.url, "frozen", "410 Gone")
+    detail = api.get(f"/api/endpoints/{endpoint.id}/").json()
+    assert list(detail) == [*fields, "transitions"]
+    assert [{key: row[key] for key in ("from_state", "to_state", "reason", "actor")} for row in detail["transitions"]
+            ] == [{"from_state": "active", "to_state": "frozen", "reason": "410 Gone", "actor": "alice"}]
+    assert list(detail["transitions"][0]) == ["at", "from_state", "to_state", "reason", "consecutive_failures",
+                                              "window_attempts", "window_failures", "actor"]
+    assert api.get("/api/endpoints/", {"state": "active"}).json()["count"] == 0

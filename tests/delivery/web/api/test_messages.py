@@ -1,11 +1,11 @@
-"""Publishing and the messages resource: 202 with the message id, strict input, 413 over the size limit, the
-fan-out to confirmed matching subscriptions, a message's deliveries and whom it was published for."""
+"""The messages resource (delivery/web/api/messages.py): a message with its deliveries and whom it was published
+for, and its fan-out report, one row per subscription of the topic, filtered by outcome or subscription."""
 
 import pytest
 
 from delivery.events import publish
-from delivery.models import Delivery, Message
-from subscriptions.models import Subscription, Tenant
+from delivery.web import fanout_report
+from subscriptions.models import Tenant
 from tests.delivery.web.api.calls import create_subscription, create_topic
 from tests.delivery.web.api.shop import shop as shop_fixture
 
@@ -16,56 +16,6 @@ shop = shop_fixture
 @pytest.fixture(autouse=True)
 def _redis(redis_conn):
     """Publishing enqueues jobs on the real test Redis."""
-
-
-def test_publish_answers_202_with_message_id_and_delivery_count(api):
-    topic = create_topic(api)
-    create_subscription(api, topic["id"], url="http://127.0.0.1:9/a")
-    create_subscription(api, topic["id"], url="http://127.0.0.1:9/b")
-    response = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"a": 1}, "attributes": {"k": "v"}},
-                        format="json")
-    assert response.status_code == 202
-    body = response.json()
-    assert body["deliveries"] == 2 and body["duplicate"] is False
-    message = Message.objects.get(id=body["message_id"])
-    assert message.payload == {"a": 1} and message.attributes == {"k": "v"}
-    assert Delivery.objects.filter(message=message, status="pending").count() == 2
-
-
-def test_publish_validation(api):
-    topic = create_topic(api)
-    url = f"/api/topics/{topic['id']}/publish/"
-    neither = api.post(url, {"subject": "x"}, format="json")
-    assert neither.status_code == 400 and "payload" in neither.json()
-    both = api.post(url, {"payload": 1, "message": "x"}, format="json")
-    assert both.status_code == 400
-    bad_attrs = api.post(url, {"payload": 1, "attributes": {"k": {"nested": 1}}}, format="json")
-    assert bad_attrs.status_code == 400 and "attributes" in bad_attrs.json()
-    malformed = api.generic("POST", url, '{"payload": ', content_type="application/json")
-    assert malformed.status_code == 400 and "JSON" in malformed.json()["detail"]
-    assert Message.objects.count() == 0
-
-
-def test_publish_over_the_size_limit_answers_413(api, settings):
-    settings.HERALD_MAX_PAYLOAD_BYTES = 1000
-    topic = create_topic(api)
-    url = f"/api/topics/{topic['id']}/publish/"
-    assert api.post(url, {"message": "x" * 1000}, format="json").status_code == 202
-    response = api.post(url, {"message": "x" * 1001}, format="json")
-    assert response.status_code == 413 and "1001 bytes" in response.json()["detail"]
-    assert Message.objects.count() == 1
-
-
-def test_only_confirmed_matching_subscriptions_get_deliveries(api):
-    topic = create_topic(api)
-    create_subscription(api, topic["id"], url="http://127.0.0.1:9/all")
-    create_subscription(api, topic["id"], url="http://127.0.0.1:9/eu", filter_policy={"region": ["eu"]})
-    pending = create_subscription(api, topic["id"], url="http://127.0.0.1:9/pending")
-    # never confirmed (a confirmed_at would make it one awaiting a changed endpoint's consent: held, not skipped)
-    Subscription.objects.filter(id=pending["id"]).update(status="pending_confirmation", confirmed_at=None)
-    url = f"/api/topics/{topic['id']}/publish/"
-    assert api.post(url, {"payload": 1, "attributes": {"region": "us"}}, format="json").json()["deliveries"] == 1
-    assert api.post(url, {"payload": 1, "attributes": {"region": "eu"}}, format="json").json()["deliveries"] == 2
 
 
 def test_message_detail_shows_per_subscription_status(api):
@@ -111,3 +61,38 @@ def test_the_fanout_answers_for_another_tenants_subscription(shop):
     assert rows["acme"]["outcome"] == rows["globex"]["outcome"] == "not_addressed"
     assert rows["acme"]["reason"].startswith("published for the owner's own subscriptions only")
     assert rows[None]["outcome"] == "delivery_created"
+
+
+def test_a_message_is_shown_in_the_same_fields_in_the_list_and_with_its_fanout_in_detail(api):
+    topic = create_topic(api)
+    create_subscription(api, topic["id"])
+    published = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": {"n": 1}, "subject": "s"},
+                         format="json").json()
+    listed = api.get("/api/messages/").json()["results"]
+    fields = ["id", "topic", "topic_name", "event_type", "subject", "payload", "payload_is_text", "attributes",
+              "published_at", "idempotency_key", "ordering_key", "tenant", "tenant_registered", "broadcast",
+              "schema_mismatch"]
+    assert [list(row) for row in listed] == [fields]
+    assert {name: listed[0][name] for name in ("id", "topic", "topic_name", "subject", "payload", "tenant",
+                                               "tenant_registered", "broadcast")} == {
+        "id": published["message_id"], "topic": topic["id"], "topic_name": "orders", "subject": "s",
+        "payload": {"n": 1}, "tenant": None, "tenant_registered": None, "broadcast": False}
+    detail = api.get(f"/api/messages/{published['message_id']}/").json()
+    assert list(detail) == [*fields, "fanout_summary", "fanout", "deliveries"]
+    assert detail["fanout_summary"]["delivery_created"] == 1
+    assert [row["outcome"] for row in detail["fanout"]] == ["delivery_created"]
+
+
+def test_the_fanout_refuses_an_outcome_or_a_subscription_it_cannot_be(api):
+    topic = create_topic(api)
+    create_subscription(api, topic["id"])
+    published = api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json").json()
+    url = f"/api/messages/{published['message_id']}/fanout/"
+    outcome = api.get(url, {"outcome": "filtred_out"})
+    assert outcome.status_code == 400
+    assert outcome.json() == {"outcome": [f"Use one of: {', '.join(fanout_report.OUTCOMES)}."]}
+    for raw in ("-1", "²", "1" * 19):
+        wrong = api.get(url, {"subscription": raw})
+        assert (wrong.status_code, wrong.json()) == (400, {"subscription": ["A subscription id (a positive integer)."]})
+    page = api.get(url).json()
+    assert (page["count"], page["schema_mismatch"]) == (1, "")

@@ -1,43 +1,11 @@
-"""Policies through the API: validation on write, the effective policy, the schedule preview."""
+"""Policies through the API, on topics and subscriptions alike: validated on write, each level merged into the
+effective policy a subscription shows (its preview: test_policy_preview.py)."""
 
 import pytest
 
-from delivery.rules.policy import PRESETS
 from subscriptions.models import Subscription, Topic
 
 pytestmark = pytest.mark.django_db
-
-
-def preview(api, document):
-    return api.post("/api/policies/preview/", {"delivery_policy": document}, format="json")
-
-
-@pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_preview_shows_each_presets_schedule(api, preset):
-    response = preview(api, preset)
-    assert response.status_code == 200
-    body = response.json()
-    assert body["effective_delivery_policy"]["preset"] == preset
-    assert body["schedule"][0] == {"attempt": 1, "delay": 0.0, "offset": 0.0, "delay_min": 0.0, "delay_max": 0.0}
-    assert len(body["schedule"]) > 1
-
-
-def test_preview_of_workfront_has_the_exact_offsets(api):
-    body = preview(api, {"preset": "workfront"}).json()
-    assert [row["offset"] for row in body["schedule"]] == pytest.approx(
-        [0] + [(2**n - 1) * 84.8 for n in range(1, 12)])
-    assert body["max_attempts"] == 12 and body["jitter"] == 0
-
-
-def test_preview_includes_jitter_bounds(api):
-    body = preview(api, {"retrySchedule": {"delays": [10]}, "jitter": 0.2}).json()
-    assert body["schedule"][1] == {"attempt": 2, "delay": 10.0, "offset": 10.0, "delay_min": 8.0, "delay_max": 12.0}
-
-
-def test_preview_rejects_invalid_policies_naming_fields(api):
-    response = preview(api, {"jitter": 3, "requestPolicy": {"headerContentType": "image/png"}})
-    assert response.status_code == 400
-    assert set(response.json()["delivery_policy"]) == {"jitter", "requestPolicy.headerContentType"}
 
 
 def test_topic_policy_is_validated_and_inherited(api):

@@ -1,13 +1,17 @@
-"""Security at the edges: confirmation, secrets and rotation, idempotency, rate limits, outages."""
+"""Security at the edges: confirmation, secrets and rotation, idempotency, rate limits, outages; admin buttons that
+answer 404 alike for what is missing and what the user may not touch, and the demo receiver's 400 to malformed
+requests."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from datetime import timedelta
 
 import django_rq
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.cache import caches
 from django.utils import timezone
 from rq.job import Job
@@ -18,6 +22,7 @@ from delivery.web.api.throttling import PublishRateThrottle
 from subscriptions.models import Subscription
 from tests.conftest import ROOT, subprocess_env, subscribe, wait_until
 from tests.receiver import Reply, parse_cloudevent
+from tests.test_first_steps import start_receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -221,3 +226,34 @@ def test_confirmation_tokens_appear_in_no_job_argument_and_no_worker_log(api, re
     # The token still works: it is derived, not stored.
     assert api.post(f"/api/subscriptions/{subscription['id']}/confirm/", {"token": token},
                     format="json").status_code == 200
+
+
+def test_admin_buttons_answer_404_alike_to_staff_without_permission(client, django_user_model, traffic):
+    staff = django_user_model.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_subscription"))
+    client.force_login(staff)
+    existing = Subscription.objects.first().id
+    for object_id in (existing, existing + 1000):
+        answer = client.post(f"/admin/herald_subscriptions/subscription/{object_id}/do/pause/")
+        assert answer.status_code == 404
+    assert Subscription.objects.get(id=existing).status == "confirmed"
+
+
+def raw_request(port: int, head: bytes, body: bytes = b"") -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_the_demo_receiver_answers_400_to_malformed_requests(processes):
+    port, log, _ = start_receiver(processes)
+    body = json.dumps({"type": "herald.subscription.confirmation", "data": "not an object"}).encode()
+    head = f"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    answer = raw_request(port, head, body)
+    assert answer.startswith(b"HTTP/1.1 400") and b"data must be an object with a token" in answer
+    for declared in (b"-1", b"abc", b"99999999999"):
+        answer = raw_request(port, b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: " + declared + b"\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 400") and b"Content-Length must be" in answer

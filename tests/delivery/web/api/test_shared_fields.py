@@ -5,9 +5,9 @@ import threading
 
 from rest_framework import serializers
 
+from delivery.web.api.publishing import BatchEntrySerializer, PublishSerializer
 from delivery.web.api.shared_fields import SharedFields
 from delivery.web.api.strict import StrictInput
-from delivery.web.api.subscription_serializers import BatchEntrySerializer, PublishSerializer
 
 
 class Plain(StrictInput, serializers.Serializer):

@@ -79,6 +79,8 @@ def test_the_walkthrough_runs_twice(api, receiver, redis_conn):
 
 def test_topic_crud(api):
     topic = create_topic(api, description="all orders")
+    assert list(topic) == ["id", "name", "description", "delivery_policy", "message_retention_days",
+                           "open_to_tenants", "created_at", "updated_at"]
     assert api.get(f"/api/topics/{topic['id']}/").json()["description"] == "all orders"
     patched = api.patch(f"/api/topics/{topic['id']}/", {"description": "changed"}, format="json")
     assert patched.status_code == 200 and patched.json()["description"] == "changed"

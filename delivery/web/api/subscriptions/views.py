@@ -1,6 +1,6 @@
 """The API of subscriptions: create, read, change and delete them, confirm, rotate secrets, redrive, recover,
-replay, pause and resume, send a test event. Views validate input and call one service of delivery/engine; every
-subscription is the requester's own (another owner's is a 404)."""
+replay, pause and resume, send a test event (their shapes: shapes.py). Views validate input and call one service of
+delivery/engine; every subscription is the requester's own (another owner's is a 404)."""
 
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter
@@ -16,11 +16,11 @@ from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
+from delivery.web.api.deliveries import DeliverySerializer
 from delivery.web.api.filters import tenant_filter
-from delivery.web.api.message_serializers import DeliverySerializer
 from delivery.web.api.ownership import OwnedQuerysetMixin, owned_choices, tenant_of
 from delivery.web.api.strict import NoBodySerializer
-from delivery.web.api.subscription_serializers import (
+from delivery.web.api.subscriptions.shapes import (
     ConfirmSerializer,
     CountSerializer,
     RecoverSerializer,

@@ -1,9 +1,6 @@
-"""What the API takes and shows of topics, subscriptions and endpoints, and publish bodies: their shape. Their rules
-(delivery/rules/subscription_rules.py, delivery/rules/publish_input.py) are checked once, by the services every
-door calls, so the API refuses exactly what the admin and Python refuse. Secrets are shown once, at creation or
-rotation."""
-
-from collections.abc import Mapping
+"""What the API takes and shows of subscriptions, and the bodies and answers of their actions: their shape. Their
+rules (delivery/rules/subscription_rules.py) are checked once, by the services every door calls, so the API refuses
+exactly what the admin and Python refuse. A secret is shown once, at creation or rotation."""
 
 from django.urls import reverse
 from django.utils import timezone
@@ -12,84 +9,14 @@ from rest_framework import serializers
 
 from delivery.engine.state import effective
 from delivery.engine.state.effective import subscription_policy_or_default
-from delivery.rules import client_certificates, delivery_headers, publish_input, signing
-from delivery.rules import filter_policy as filters
+from delivery.rules import client_certificates, delivery_headers
+from delivery.rules.filters import policy as filters
 from delivery.rules.policy import PolicyError
-from delivery.web.api.ownership import tenant_of, tenant_scope
-from delivery.web.api.shared_fields import SharedFields
+from delivery.web.api.ownership import OwnerTuning, tenant_of, tenant_scope
+from delivery.web.api.signing_keys import public_key_of
 from delivery.web.api.strict import StrictInput
-from subscriptions.models import Endpoint, EndpointTransition, Subscription, Topic
-from subscriptions.secrets import Unreadable
+from subscriptions.models import Subscription, Topic
 from subscriptions.states import SignatureScheme
-
-
-class OwnerTuning:
-    """A serializer mixin: a tenant's view leaves out `owner_tuning`, how the owner tunes delivery (retry policies,
-    batch sizes, retention), which its customer can neither act on nor change; a tenant sending one of them gets a
-    400 naming it. The owner's token sees and sets them all."""
-
-    owner_tuning: tuple[str, ...] = ()
-
-    def get_fields(self):
-        fields = super().get_fields()
-        if self._by_tenant():
-            for name in self.owner_tuning:
-                fields.pop(name, None)
-        return fields
-
-    def _by_tenant(self) -> bool:
-        request = self.context.get("request")
-        return request is not None and tenant_of(request) is not None
-
-    def to_internal_value(self, data):
-        if isinstance(data, Mapping) and self._by_tenant():
-            tuned = [name for name in self.owner_tuning if name in data]
-            if tuned:
-                raise serializers.ValidationError({name: [
-                    "set by the owner of these webhooks (how events are delivered), not with a tenant key"]
-                    for name in tuned})
-        return super().to_internal_value(data)
-
-
-class TopicSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
-    owner_tuning = ("delivery_policy", "message_retention_days")
-
-    class Meta:
-        model = Topic
-        fields = ["id", "name", "description", "delivery_policy", "message_retention_days", "open_to_tenants",
-                  "created_at", "updated_at"]
-        read_only_fields = ["id", "created_at", "updated_at"]
-
-
-class EndpointTransitionSerializer(serializers.ModelSerializer):
-    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
-
-    class Meta:
-        model = EndpointTransition
-        fields = ["at", "from_state", "to_state", "reason", "consecutive_failures", "window_attempts",
-                  "window_failures", "actor"]
-        read_only_fields = fields
-
-
-class EndpointSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Endpoint
-        fields = ["id", "url", "state", "state_reason", "state_changed_at", "consecutive_failures",
-                  "window_attempts", "window_failures", "last_success_at", "last_failure_at", "next_probe_at",
-                  "created_at"]
-        read_only_fields = fields
-
-
-class EndpointDetailSerializer(EndpointSerializer):
-    transitions = serializers.SerializerMethodField()
-
-    class Meta(EndpointSerializer.Meta):
-        fields = EndpointSerializer.Meta.fields + ["transitions"]
-        read_only_fields = fields
-
-    def get_transitions(self, obj) -> list[dict]:
-        recent = obj.transitions.select_related("actor").order_by("-at", "-id")[:50]
-        return EndpointTransitionSerializer(recent, many=True).data
 
 
 class TopicField(serializers.PrimaryKeyRelatedField):
@@ -244,13 +171,6 @@ class SubscriptionUpdateSerializer(SubscriptionSerializer):
                                           "POST it to rotate-secret/")
 
 
-def public_key_of(secret) -> str | None:
-    """The whpk_ public key of an Ed25519 signing key (never the key itself); None for an HMAC secret."""
-    if not secret or isinstance(secret, Unreadable) or not secret.startswith(signing.SIGNING_KEY_PREFIX):
-        return None
-    return signing.public_key(secret)
-
-
 def shareable_secret(obj) -> str | None:
     """The secret a receiver needs, shown once: an HMAC secret; None for Ed25519 (the private key never leaves)."""
     return None if public_key_of(obj.secret) else obj.secret
@@ -276,70 +196,6 @@ class RotatedSecretSerializer(serializers.Serializer):
 
     def get_public_key(self, obj) -> str | None:
         return public_key_of(obj.secret)
-
-
-class PublishSerializer(SharedFields, StrictInput, serializers.Serializer):
-    """The shape of a publish body; its rules (delivery/rules/publish_input.py) are checked once, by the service
-    every publish goes through (`publishing.entry_from`, for the API and Python alike)."""
-
-    payload = serializers.JSONField(required=False, help_text="Any JSON value.")
-    message = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True,
-                                    help_text="Plain text, instead of payload.")
-    event_type = serializers.CharField(required=False, max_length=256, default=publish_input.DEFAULT_EVENT_TYPE,
-                                       help_text="What happened, e.g. order.created; herald.* is reserved.")
-    subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
-    attributes = serializers.DictField(
-        required=False, default=dict,
-        help_text="What filter policies match (docs/filtering.md): each a string (SNS's String), a number (Number) or "
-                  "a list of strings, numbers, true, false and null (String.Array).")
-    ordering_key = serializers.CharField(
-        required=False, allow_null=True, default=None, max_length=256,
-        help_text="Subscriptions with ordered delivery receive the messages of one key one at a time, in publish "
-                  "order (docs/ordering.md).")
-    tenant = serializers.CharField(
-        required=False, allow_null=True, default=None, max_length=128,
-        help_text="The external id of one of your tenants: the message goes to that tenant's subscriptions and your "
-                  "own only (docs/tenants.md). Empty: your own subscriptions only.")
-    broadcast = serializers.BooleanField(required=False, default=False,
-                                         help_text="The message goes to every tenant's subscriptions too.")
-    unknown_tenant = serializers.ChoiceField(
-        choices=publish_input.UNKNOWN_TENANT, required=False, default="refuse",
-        help_text="If `tenant` is not registered: refuse (400, the default), create (register it now, within your "
-                  "tenant quota) or record (keep the message for your own subscriptions only).")
-
-
-class BatchEntrySerializer(PublishSerializer):
-    id = serializers.CharField(max_length=80, help_text="Your id for this entry, unique in the batch; results name it.")
-    idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
-
-
-class PublishBatchSerializer(SharedFields, StrictInput, serializers.Serializer):
-    entries = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=100,
-                                    help_text="1 to 100 entries, each like a publish body plus `id`.")
-
-
-class BatchSucceededSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    message_id = serializers.UUIDField()
-    deliveries = serializers.IntegerField()
-    duplicate = serializers.BooleanField()
-
-
-class BatchFailedSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    status = serializers.IntegerField(help_text="What publishing this entry alone would have answered.")
-    errors = serializers.DictField()
-
-
-class PublishedBatchSerializer(serializers.Serializer):
-    successful = BatchSucceededSerializer(many=True)
-    failed = BatchFailedSerializer(many=True)
-
-
-class PublishedSerializer(serializers.Serializer):
-    message_id = serializers.UUIDField()
-    deliveries = serializers.IntegerField()
-    duplicate = serializers.BooleanField()
 
 
 class RedriveSerializer(StrictInput, serializers.Serializer):

@@ -1,0 +1,172 @@
+"""The subscriptions' view set (delivery/web/api/subscriptions/views.py): its secret shown once, endpoints shared by
+URL, addresses, policies, filters and credentials checked with the reason, nothing half-written; a changed URL takes
+its pending deliveries along."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from delivery.engine.accounts import recovery
+from delivery.engine.accounts.confirmation import token_hash
+from delivery.models import Delivery
+from subscriptions.models import Endpoint, Subscription
+from tests.conftest import subscribe
+from tests.delivery.web.api.calls import create_subscription, create_topic
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _redis(redis_conn):
+    """Publishing enqueues jobs on the real test Redis."""
+
+
+def test_subscription_secret_only_in_create_response(api):
+    topic = create_topic(api)
+    created = create_subscription(api, topic["id"])
+    assert created["secret"].startswith("whsec_")
+    assert "secret" not in api.get(f"/api/subscriptions/{created['id']}/").json()
+    assert "secret" not in api.get("/api/subscriptions/").json()["results"][0]
+    assert created["status"] == "confirmed"  # HERALD_REQUIRE_CONFIRMATION is off in tests
+    assert created["effective_delivery_policy"]["preset"] == "workfront"
+
+
+def test_subscriptions_to_one_url_share_an_endpoint_record(api):
+    topic_a, topic_b = create_topic(api, "a"), create_topic(api, "b")
+    first = create_subscription(api, topic_a["id"], url="HTTP://Example.COM:80/hook")
+    second = create_subscription(api, topic_b["id"], url="http://example.com/hook")
+    assert first["endpoint_id"] == second["endpoint_id"]
+    assert first["endpoint"] == "http://example.com/hook"
+    assert Endpoint.objects.count() == 1
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("ftp://example.com/x", "only http and https"),
+    ("http://", "no host"),
+    ("http://user:pw@example.com/", "credentials"),
+    ("not a url", "only http and https"),
+])
+def test_bad_endpoint_urls_are_rejected_with_the_reason(api, url, reason):
+    topic = create_topic(api)
+    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
+    assert response.status_code == 400
+    assert reason in response.json()["endpoint"][0]
+    assert Subscription.objects.count() == 0
+
+
+def test_invalid_delivery_policy_names_every_field_and_stores_nothing(api):
+    topic = create_topic(api)
+    response = api.post("/api/subscriptions/", {
+        "topic": topic["id"], "endpoint": "http://example.com/",
+        "delivery_policy": {"healthyRetryPolicy": {"numRetries": 101, "backoffFunction": "cubic"}, "jitter": 0.9},
+    }, format="json")
+    assert response.status_code == 400
+    errors = response.json()["delivery_policy"]
+    assert set(errors) == {"healthyRetryPolicy.numRetries", "healthyRetryPolicy.backoffFunction", "jitter"}
+    assert Subscription.objects.count() == 0 and Endpoint.objects.count() == 0
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/x", "http://2130706433/", "http://0x7f.1/", "http://[::1]/",
+                                 "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/latest/meta-data/",
+                                 "http://10.0.0.5/", "http://localhost:8000/"])
+def test_private_addresses_are_refused_at_subscribe_time(api, settings, url):
+    settings.HERALD_ALLOWED_NETWORKS = []
+    topic = create_topic(api)
+    response = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": url}, format="json")
+    assert response.status_code == 400
+    assert "webhooks may not be sent there" in response.json()["endpoint"][0]
+    assert "HERALD_ALLOWED_NETWORKS" in response.json()["endpoint"][0]  # what to do about it
+    assert Subscription.objects.count() == 0
+
+
+def test_changing_the_url_moves_pending_deliveries_with_it(api):
+    topic = create_topic(api)
+    subscription = create_subscription(api, topic["id"], url="http://127.0.0.1:9/old")
+    api.post(f"/api/topics/{topic['id']}/publish/", {"payload": 1}, format="json")
+    moved = api.patch(f"/api/subscriptions/{subscription['id']}/", {"endpoint": "http://127.0.0.1:9/new"},
+                      format="json").json()
+    assert moved["endpoint"] == "http://127.0.0.1:9/new" and moved["endpoint_id"] != subscription["endpoint_id"]
+    assert Delivery.objects.get().endpoint_id == moved["endpoint_id"]
+
+
+def test_a_subscription_confirmed_without_a_handshake_says_since_when(api, settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = False
+    topic = create_topic(api)
+    created = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": "https://example.com/hook"},
+                       format="json").json()
+    assert created["status"] == "confirmed"
+    assert created["confirmed_at"] is not None
+    assert abs(parse_datetime(created["confirmed_at"]) - parse_datetime(created["created_at"])).total_seconds() < 60
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("cidr", [5, True, ["10.0.0.0/8"], {"a": 1}])
+def test_cidr_takes_only_a_network_string(api, receiver, cidr):
+    topic = api.post("/api/topics/", {"name": "t"}, format="json").json()
+    answer = api.post("/api/subscriptions/", {"topic": topic["id"], "endpoint": receiver.url,
+                                              "filter_policy": {"ip": [{"cidr": cidr}]}}, format="json")
+    assert answer.status_code == 400 and "ip[0].cidr" in json.dumps(answer.json())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_adding_oauth2_to_a_subscription_with_an_authorization_header_is_refused(api, receiver):
+    _, subscription = subscribe(api, receiver, delivery_headers=[{"name": "Authorization", "value": "Basic eA=="}])
+    url = f"/api/subscriptions/{subscription['id']}/"
+    answer = api.patch(url, {"oauth_token_url": receiver.url + "/token", "oauth_client_id": "c",
+                             "oauth_client_secret": "s"}, format="json")
+    assert answer.status_code == 400 and "Authorization" in answer.json()["delivery_headers"][0]
+    assert api.get(url).json()["oauth_token_url"] == ""
+    both = api.patch(url, {"oauth_token_url": receiver.url + "/token", "oauth_client_id": "c",
+                           "oauth_client_secret": "s", "delivery_headers": []}, format="json")
+    assert both.status_code == 200
+
+
+def test_pause_and_resume_answer_the_subscription_and_refuse_what_does_not_follow(api):
+    topic = create_topic(api)
+    subscription = create_subscription(api, topic["id"])
+    url = f"/api/subscriptions/{subscription['id']}/"
+    paused = api.post(url + "pause/")
+    assert (paused.status_code, paused.json()["status"]) == (200, "paused")
+    again = api.post(url + "pause/")
+    assert (again.status_code, again.json()) == (409, {
+        "detail": "Only a confirmed subscription can be paused; this one is paused."})
+    resumed = api.post(url + "resume/")
+    assert (resumed.status_code, resumed.json()["status"]) == (200, "confirmed")
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+
+
+def test_dead_letters_are_listed_with_their_reasons_and_redriven(api):
+    topic = create_topic(api)
+    subscription = create_subscription(api, topic["id"])
+    for n in range(3):
+        api.post(f"/api/topics/{topic['id']}/publish/", {"payload": n}, format="json")
+    first, second, third = Delivery.objects.order_by("id")
+    for delivery in (first, third):
+        recovery.delivery_dead_letter(delivery=delivery)
+    url = f"/api/subscriptions/{subscription['id']}/"
+    dead = api.get(url + "dead-letters/", {"limit": 1}).json()
+    assert (dead["count"], dead["by_reason"]) == (2, {"manual": 2})
+    assert [(row["id"], row["status"], row["dead_letter_reason"]) for row in dead["results"]] == [
+        (third.id, "dead_lettered", "manual")]  # the newest first, a page at a time
+    redriven = api.post(url + "redrive/", {}, format="json")
+    assert (redriven.status_code, redriven.json()) == (202, {"count": 2})
+    assert sorted(Delivery.objects.values_list("id", "status")) == [
+        (first.id, "pending"), (second.id, "pending"), (third.id, "pending")]
+    assert api.get(url + "dead-letters/").json()["count"] == 0
+
+
+def test_a_confirmation_link_confirms_without_an_api_token_and_names_the_subscription(api, client):
+    topic = create_topic(api)
+    subscription = create_subscription(api, topic["id"])
+    Subscription.objects.filter(id=subscription["id"]).update(
+        status="pending_confirmation", confirmed_at=None, confirmation_token_hash=token_hash("t0ken"),
+        confirmation_expires_at=timezone.now() + timedelta(hours=1))
+    wrong = client.get("/api/subscriptions/confirm/", {"token": "not-it"})
+    assert (wrong.status_code, wrong.json()) == (400, {"token": ["This confirmation token is not valid."]})
+    confirmed = client.get("/api/subscriptions/confirm/", {"token": "t0ken"})
+    assert (confirmed.status_code, confirmed.json()) == (200, {"detail": "Subscription confirmed.",
+                                                               "subscription_id": subscription["id"]})
+    assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"

@@ -1,0 +1,59 @@
+"""The publish rate (delivery/web/api/throttling.py): a fixed window per user counted in Redis, a batch counting its
+entries; the rate from REST_FRAMEWORK's DEFAULT_THROTTLE_RATES["publish"] where a project sets it, else
+HERALD_PUBLISH_RATE; past it a 429 with the seconds left in the window as Retry-After."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from delivery.models import Message
+from delivery.web.api import throttling
+from tests.delivery.web.api.calls import create_topic
+
+pytestmark = pytest.mark.django_db
+NOW = 1_800_000_030.25  # 30.25 s into a minute's window
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    """The throttle's clock, fixed: its window and the seconds left in it are known."""
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: NOW))
+
+
+def counted(redis_conn, user) -> tuple[int, int]:
+    """(what this minute's window counts for `user`, the seconds its key has left)."""
+    key = throttling.KEY.format(user=user.pk, window=int(NOW // 60))
+    return int(redis_conn.get(key) or 0), redis_conn.ttl(key)
+
+
+def test_the_herald_rate_limits_publishes_per_window_and_says_when_to_come_back(api, user, redis_conn, settings):
+    settings.HERALD_PUBLISH_RATE = "2/min"
+    url = f"/api/topics/{create_topic(api)['id']}/publish/"
+    assert [api.post(url, {"payload": n}, format="json").status_code for n in range(2)] == [202, 202]
+    limited = api.post(url, {"payload": 3}, format="json")
+    assert (limited.status_code, limited["Retry-After"]) == (429, "30")  # 29.75 s left, rounded up
+    assert limited.json() == {"detail": "Request was throttled. Expected available in 30 seconds."}
+    assert Message.objects.count() == 2
+    assert counted(redis_conn, user) == (3, 61)  # the refused one counts too; the key outlives its window
+
+
+def test_a_batch_counts_its_entries_and_a_body_without_a_list_counts_one(api, user, redis_conn, settings):
+    settings.HERALD_PUBLISH_RATE = "100/min"
+    url = f"/api/topics/{create_topic(api)['id']}/publish-batch/"
+    entries = [{"id": str(n), "payload": n} for n in range(3)]
+    assert api.post(url, {"entries": entries}, format="json").status_code == 200
+    assert counted(redis_conn, user)[0] == 3
+    assert api.post(url, {"entries": "three"}, format="json").status_code == 400
+    assert api.post(url, {"entries": []}, format="json").status_code == 400
+    assert counted(redis_conn, user)[0] == 5
+    api.get("/api/topics/")
+    assert counted(redis_conn, user)[0] == 5  # only publishing is counted
+
+
+def test_a_projects_drf_rate_for_publish_comes_first(api, redis_conn, settings):
+    settings.HERALD_PUBLISH_RATE = "100/min"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"publish": "1/hour"}}
+    url = f"/api/topics/{create_topic(api)['id']}/publish/"
+    assert api.post(url, {"payload": 1}, format="json").status_code == 202
+    limited = api.post(url, {"payload": 2}, format="json")
+    assert (limited.status_code, limited["Retry-After"]) == (429, "3570")  # the hour's window: 3569.75 s left

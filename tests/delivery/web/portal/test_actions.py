@@ -1,0 +1,190 @@
+"""The actions on a subscription's page (delivery/web/portal/actions.py): the one table of them, each action's
+service and words through a real request against the real database, and the service's refusals shown on the
+subscription's page with the API's reasons."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from delivery.engine.accounts.confirmation import current_token, token_hash
+from delivery.engine.state import health
+from delivery.models import Delivery, Replay
+from delivery.web.portal.actions import ACTIONS, Action, done_words
+from subscriptions.models import Endpoint, EventType, Subscription
+from tests.conftest import ROOT
+from tests.delivery.web.api.shop import shop as shop_fixture
+from tests.delivery.web.portal.links import link as link_fixture
+from tests.delivery.web.portal.links import path_of, portal_headers, words_shown
+
+pytestmark = pytest.mark.django_db
+shop = shop_fixture  # the tenants' fixture, shared
+link = link_fixture  # Acme's portal link
+
+BUTTON = re.compile(r"url 'herald:portal-subscription-action' token subscription\.id '(\w+)'")
+HELD = "The URL is changed. Until the new endpoint confirms, events are held for it (none are lost)."
+
+
+def test_the_table_says_what_each_action_did(settings):
+    settings.HERALD_REQUIRE_CONFIRMATION = True
+    assert {name: done_words(name) for name in ACTIONS} == {
+        "pause": "Paused: new events are held until you resume.", "resume": "Resumed.",
+        "rotate": None,  # it shows the new secret on a page of its own
+        "test": "A test event is on its way.", "delete": "Endpoint removed.", "replay": "Replay started.",
+        "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
+        "move": HELD, "types": "The event types are saved."}
+    assert done_words("retry") is None and done_words("") is None  # a delivery's, and none
+
+
+def test_every_action_has_its_button_and_every_button_its_action():
+    templates = ROOT / "delivery" / "templates" / "herald" / "portal"
+    pressed = {name for path in templates.glob("*.html") for name in BUTTON.findall(path.read_text())}
+    assert pressed == set(ACTIONS)  # remove.html's button too
+    on_its_page = set(BUTTON.findall((templates / "subscription.html").read_text()))
+    assert on_its_page == set(ACTIONS)
+
+
+def test_an_action_that_would_say_nothing_cannot_be_made():
+    def run(subscription, request):
+        return None
+
+    with pytest.raises(ValueError, match="says what it did"):
+        Action(run)
+    with pytest.raises(ValueError, match="says what it did"):
+        Action(run, done="Done.", shows=lambda result: ("secret.html", {}))
+    assert Action(run, done="Done.").words() == "Done."
+
+
+def press(client, link, sub: int, name: str, body=None, *, home: bool = False):
+    """Press an action's button; it sends the tenant back to the subscription's page (the home page with `home`),
+    where its words are shown: the notices on that page."""
+    pressed = client.post(f"{link}subscriptions/{sub}/{name}/", body or {})
+    assert pressed.status_code == 302, pressed.content
+    back = "" if home else f"subscriptions/{sub}/"
+    assert pressed["Location"] == f"{path_of(link)}{back}?done={name}"
+    return words_shown(client.get(pressed["Location"]))
+
+
+def test_pause_and_resume(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    assert press(client, link, sub, "pause") == ["Paused: new events are held until you resume."]
+    assert Subscription.objects.get(id=sub).status == "paused"
+    assert press(client, link, sub, "resume") == ["Resumed."]
+    assert Subscription.objects.get(id=sub).status == "confirmed"
+
+
+def test_a_test_event(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    assert press(client, link, sub, "test") == ["A test event is on its way."]
+    assert list(Delivery.objects.filter(subscription_id=sub).values_list("message__event_type", flat=True)) == [
+        "herald.test"]
+
+
+def test_rotating_the_secret_shows_the_new_one_once(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    before = Subscription.objects.get(id=sub).secret
+    page = client.post(f"{link}subscriptions/{sub}/rotate/")
+    rotated = Subscription.objects.get(id=sub)
+    assert page.status_code == 200 and "<h1>New signing secret</h1>" in page.content.decode()
+    assert f">{rotated.secret}</textarea>" in page.content.decode()
+    assert rotated.secret != before and rotated.previous_secret == before
+    assert words_shown(page) == []
+
+
+def test_removing_an_endpoint_takes_a_second_step(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    asked = client.post(f"{link}subscriptions/{sub}/delete/")
+    assert asked.status_code == 200 and "Remove this endpoint?" in asked.content.decode()
+    assert Subscription.objects.filter(id=sub).exists()
+    assert press(client, link, sub, "delete", {"confirm": "yes"}, home=True) == ["Endpoint removed."]
+    assert not Subscription.objects.filter(id=sub).exists()
+
+
+def test_a_replay_from_the_hours_asked(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    before = timezone.now()
+    assert press(client, link, sub, "replay", {"hours": "2"}) == ["Replay started."]
+    after = timezone.now()
+    since = Replay.objects.get(subscription_id=sub).since
+    assert before - timedelta(hours=2) <= since <= after - timedelta(hours=2)
+
+
+@pytest.mark.parametrize("hours,accepted", [("0.0001", False), ("0.01", False), (str(1 / 60), True), ("1", True),
+                                            ("720", True), ("720.01", False), ("nan", False), ("inf", False),
+                                            ("-1", False), ("", False)])
+def test_replay_in_the_portal_keeps_to_the_range_it_states(shop, link, client, hours, accepted):
+    sub = shop["acme"]["subscription"]["id"]
+    response = client.post(f"{link}subscriptions/{sub}/replay/", {"hours": hours})
+    if accepted:
+        assert response.status_code == 302, response.content
+    else:
+        assert response.status_code == 400 and "between a minute and 30 days" in response.content.decode()
+    assert Replay.objects.filter(subscription_id=sub).count() == (1 if accepted else 0)
+
+
+def test_enabling_a_disabled_endpoint(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    health.endpoint_disable(endpoint=Subscription.objects.get(id=sub).endpoint)
+    assert press(client, link, sub, "enable") == ["Enabled: held deliveries go out now."]
+    assert Endpoint.objects.get(subscriptions__id=sub).state == "active"
+
+
+def test_sending_the_confirmation_again(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    Subscription.objects.filter(id=sub).update(status="pending_confirmation")
+    assert press(client, link, sub, "resend") == ["A new confirmation request is on its way."]
+    pending = Subscription.objects.get(id=sub)
+    assert pending.confirmation_token_hash == token_hash(current_token(pending))
+
+
+@pytest.mark.parametrize("confirm,words,status", [
+    (False, "The URL is changed: events go there from now on.", "confirmed"),
+    (True, HELD, "pending_confirmation")])
+def test_moving_to_another_url(shop, link, client, settings, confirm, words, status):
+    settings.HERALD_REQUIRE_CONFIRMATION = confirm
+    sub = shop["acme"]["subscription"]["id"]
+    assert press(client, link, sub, "move", {"url": " http://127.0.0.1:9/acme-new "}) == [words]
+    moved = Subscription.objects.get(id=sub)
+    assert (moved.endpoint.url, moved.status) == ("http://127.0.0.1:9/acme-new", status)
+
+
+def test_changing_the_url_refuses_a_long_one_with_the_apis_reason(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    long_url = "http://127.0.0.1:9/" + "a" * 2100
+    api = shop["acme"]["client"].patch(f"/api/subscriptions/{sub}/", {"endpoint": long_url}, format="json")
+    assert api.status_code == 400
+    reason = api.json()["endpoint"][0]
+    page = client.post(f"{link}subscriptions/{sub}/move/", {"url": long_url})
+    assert page.status_code == 400 and reason in page.content.decode()
+    assert Subscription.objects.get(id=sub).endpoint.url == "http://127.0.0.1:9/acme"
+
+
+def test_choosing_event_types(shop, link, client, user):
+    EventType.objects.create(owner=user, name="order.created", open_to_tenants=True)
+    EventType.objects.create(owner=user, name="order.shipped", open_to_tenants=True)
+    sub = shop["acme"]["subscription"]["id"]
+    assert press(client, link, sub, "types", {"event_types": ["order.shipped"]}) == ["The event types are saved."]
+    assert Subscription.objects.get(id=sub).event_types == ["order.shipped"]
+
+
+def test_a_refused_action_is_shown_on_the_subscriptions_page_with_the_services_status(shop, link, client):
+    sub = shop["acme"]["subscription"]["id"]
+    Subscription.objects.filter(id=sub).update(status="pending_confirmation")  # its page waits on a confirmation
+    assert "<body data-refresh>" in client.get(f"{link}subscriptions/{sub}/").content.decode()
+    refused = client.post(f"{link}subscriptions/{sub}/pause/")
+    body = refused.content.decode()
+    assert refused.status_code == 409
+    assert "Only a confirmed subscription can be paused; this one is pending_confirmation." in body
+    assert "<body>" in body  # no refresh: the refusal is answered at the action's URL, which only POSTs
+    assert words_shown(refused) == []
+    portal_headers(refused)
+
+
+def test_a_name_that_is_no_action_and_another_tenants_subscription_are_not_found(shop, link, client):
+    acme, globex = shop["acme"]["subscription"]["id"], shop["globex"]["subscription"]["id"]
+    for path in (f"subscriptions/{acme}/retry/", f"subscriptions/{acme}/words/", f"subscriptions/{globex}/pause/"):
+        missing = client.post(link + path)
+        assert missing.status_code == 404 and "There is no such page here." in missing.content.decode(), path
+        portal_headers(missing)
+    assert Subscription.objects.get(id=globex).status == "confirmed"
