@@ -6,16 +6,20 @@ by status, dead letters by reason, held deliveries and endpoints by state; queue
 what a tenant's portal reads, each scoped to the tenant (its own subscriptions, deliveries and attempts, its
 owner's open topics and catalog)."""
 
+import functools
 import re
 from datetime import timedelta
 
 import django_rq
 from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count, Min, Q
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 from rq import Worker
 
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.plumbing.shortcuts import Statement, instance
 from delivery.engine.state import lifecycle
 from delivery.models import Attempt, Delivery, Message
 from delivery.rules.vocabulary import UNFINISHED, AttemptOutcome, AttemptQueue, DeliveryStatus
@@ -26,6 +30,37 @@ WINDOW = re.compile(r"^(\d+)([smhd])$")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_WINDOW = timedelta(days=31)
 LATENCY_SAMPLE = 100_000
+
+
+# --- what every API request reads: compiled once per process (plumbing/shortcuts.py) ------------------------------
+
+@functools.cache
+def columns(model) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+TOKEN = Statement(lambda key: Token.objects.filter(key=key).values_list(
+    *columns(Token), *(f"user__{name}" for name in columns(get_user_model()))), str)
+OWN_TOPIC_BY_ID = Statement(lambda owner, pk: Topic.objects.filter(owner_id=owner, pk=pk)[:1], int, int)
+OWN_TOPIC_BY_NAME = Statement(lambda owner, name: Topic.objects.filter(owner_id=owner, name=name)[:1], int, str)
+
+
+def token_and_user(key: str):
+    """(token, its user, loaded with it) of an API key in one statement, or None."""
+    found = instance(TOKEN, key)
+    if found is None:
+        return None
+    token_columns, user_model = columns(Token), get_user_model()
+    user = user_model.from_db(DEFAULT_DB_ALIAS, columns(user_model), found[len(token_columns):])
+    token = Token.from_db(DEFAULT_DB_ALIAS, token_columns, found[:len(token_columns)])
+    Token.user.field.set_cached_value(token, user)
+    return token, user
+
+
+def own_topic(owner_id: int, key: int | str, name: str) -> Topic | None:
+    """An owner's topic by id (`key` an int) or else by `name`, for an owner keyed by an integer."""
+    found = instance(OWN_TOPIC_BY_ID, owner_id, key) if isinstance(key, int) else None
+    return found or instance(OWN_TOPIC_BY_NAME, owner_id, name)
 
 
 def parse_window(raw: str | None) -> timedelta:

@@ -14,8 +14,8 @@ import json
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.plumbing.database import Statement
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.plumbing.shortcuts import Statement
 from delivery.rules import json_schema, schema_budget
 from subscriptions.models import EventType
 

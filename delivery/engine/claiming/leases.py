@@ -12,8 +12,9 @@ from django.db.models import F, Q
 
 from delivery.conf import herald
 from delivery.engine.claiming import due_work
-from delivery.engine.plumbing import database
-from delivery.engine.plumbing.database import AnyOf, Statement
+from delivery.engine.plumbing import database, shortcuts
+from delivery.engine.plumbing.database import AnyOf
+from delivery.engine.plumbing.shortcuts import Statement
 from delivery.engine.state import lifecycle, transitions
 from delivery.engine.state.effective import subscription_policy_or_default
 from delivery.models import Delivery, Message
@@ -131,9 +132,9 @@ def _subscriptions(keys: set[int]) -> dict[int, Subscription]:
     columns: dict = {}
     for row in rows:
         columns.setdefault(row[topic_at], row[split:])
-    topics = dict(zip(columns, database.instances(Topic, connection.alias, TOPIC_COLUMNS, list(columns.values())),
+    topics = dict(zip(columns, shortcuts.instances(Topic, connection.alias, TOPIC_COLUMNS, list(columns.values())),
                       strict=True))
-    subscriptions = database.instances(Subscription, connection.alias, SUBSCRIPTION_COLUMNS,
+    subscriptions = shortcuts.instances(Subscription, connection.alias, SUBSCRIPTION_COLUMNS,
                                        [row[:split] for row in rows])
     for subscription in subscriptions:
         subscription.topic = topics[subscription.topic_id]
@@ -175,7 +176,7 @@ def _lease(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[D
             )
             rows = cursor.fetchall()
         # Every column of a delivery is a plain type psycopg returns as Django would (no converters needed).
-        return database.instances(Delivery, connection.alias, [f.attname for f in fields], rows)
+        return shortcuts.instances(Delivery, connection.alias, [f.attname for f in fields], rows)
     with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
         won = list(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
         Delivery.objects.filter(id__in=won).update(**changes)
@@ -199,7 +200,7 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     # One array per column: the statement is the same whatever the number of rows; the arrays go in binary.
     columns: list[list] = [list(updates), [leases[delivery_id] for delivery_id in updates]]
     for field in fields:
-        prepare, name, attname = database.preparer(field, connection), field.name, field.attname
+        prepare, name, attname = shortcuts.preparer(field, connection), field.name, field.attname
         columns.append([prepare(changes[name] if name in changes else getattr(by_id[delivery_id], attname))
                         for delivery_id, changes in updates.items()])
     types = ["bigint", "timestamptz"] + [field.db_type(connection) for field in fields]

@@ -23,7 +23,7 @@ from django.db.models.functions import Cast
 
 from delivery.conf import herald
 from delivery.engine.plumbing import clock, redis_link, tracing
-from delivery.engine.plumbing.database import Statement
+from delivery.engine.plumbing.shortcuts import Statement
 from delivery.engine.state import lifecycle, ordering
 from delivery.models import Delivery, Message
 from delivery.rules.event_type_filter import event_type_matches

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import DatabaseError, connection, transaction
 
 from delivery.engine.claiming import leases
-from delivery.engine.plumbing import clock, database
+from delivery.engine.plumbing import clock, database, shortcuts
 from delivery.engine.sending import spans
 from delivery.engine.state import health, lifecycle, transitions
 from delivery.models import Attempt, Delivery, Exchange
@@ -211,7 +211,7 @@ def store_attempts(rows: list[Attempt]) -> None:
     columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
-            preparers = [(database.preparer(field, connection), field.attname) for field in COPIED]
+            preparers = [(shortcuts.preparer(field, connection), field.attname) for field in COPIED]
             for attempt in rows:
                 attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
                 copy.write_row([prepare(getattr(attempt, attname)) for prepare, attname in preparers])

@@ -3,27 +3,13 @@ clients and API tools send for a token. A tenant's key (`htk_…`) authenticates
 access as `request.auth`: every Herald view then narrows what it shows and does to that tenant (ownership.py,
 base.py)."""
 
-import functools
-
-from django.contrib.auth import get_user_model
-from django.db import DEFAULT_DB_ALIAS
 from django.utils.translation import gettext_lazy as _
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
-from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
 
 from delivery.engine.accounts import tenancy
-from delivery.engine.plumbing.database import Statement, instance
+from delivery.web import selectors
 
-
-@functools.cache
-def columns(model) -> tuple[str, ...]:
-    return tuple(field.attname for field in model._meta.concrete_fields)
-
-
-# A token and its user in one statement compiled once per process (every API request asks it).
-TOKEN = Statement(lambda key: Token.objects.filter(key=key).values_list(
-    *columns(Token), *(f"user__{name}" for name in columns(get_user_model()))), str)
 HOW = "Send your API token as 'Authorization: Token <key>' (or 'Bearer <key>')."
 
 
@@ -52,14 +38,11 @@ class HeraldTokenAuthentication(TokenAuthentication):
 
     def authenticate_credentials(self, key):
         """DRF's lookup (the key's token and user, refused if missing or inactive, in DRF's words) as one
-        compiled statement."""
-        found = instance(TOKEN, key)
+        compiled statement (selectors.token_and_user)."""
+        found = selectors.token_and_user(key)
         if found is None:
             raise AuthenticationFailed(_("Invalid token."))
-        token_columns, user_model = columns(Token), get_user_model()
-        user = user_model.from_db(DEFAULT_DB_ALIAS, columns(user_model), found[len(token_columns):])
+        token, user = found
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        token = Token.from_db(DEFAULT_DB_ALIAS, token_columns, found[:len(token_columns)])
-        Token.user.field.set_cached_value(token, user)
         return user, token

@@ -12,9 +12,9 @@ from rest_framework.response import Response
 from delivery.conf import herald
 from delivery.engine.intake.publishing import Entry, entry_from, message_publish_batch, publish_one
 from delivery.engine.plumbing.errors import ApplicationError
+from delivery.engine.plumbing.shortcuts import SharedFields
 from delivery.rules import publish_input
 from delivery.web.api.base import extend_schema
-from delivery.web.api.shared_fields import SharedFields
 from delivery.web.api.strict import StrictInput
 from delivery.web.api.throttling import PublishRateThrottle
 

@@ -9,7 +9,6 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from delivery.engine.accounts import removal, subscribing
-from delivery.engine.plumbing.database import Statement, instance
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.ownership import OwnedQuerysetMixin, OwnerTuning, path_key, tenant_of
@@ -18,8 +17,6 @@ from delivery.web.api.strict import StrictInput
 from subscriptions.models import Topic
 
 # An owner's topic by id or by name, compiled once per process: every publish asks.
-OWN_TOPIC_BY_ID = Statement(lambda owner, pk: Topic.objects.filter(owner_id=owner, pk=pk)[:1], int, int)
-OWN_TOPIC_BY_NAME = Statement(lambda owner, name: Topic.objects.filter(owner_id=owner, name=name)[:1], int, str)
 
 
 class TopicSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
@@ -53,8 +50,7 @@ class TopicViewSet(HeraldAPI, OwnedQuerysetMixin, PublishActions, viewsets.Model
         numeric = isinstance(key, int)
         user = self.request.user  # an owner's own, through a compiled statement (users keyed by an integer)
         if tenant_of(self.request) is None and user.is_authenticated and not user.is_staff and type(user.pk) is int:
-            found = instance(OWN_TOPIC_BY_ID, user.pk, key) if numeric else None
-            found = found or instance(OWN_TOPIC_BY_NAME, user.pk, value)
+            found = selectors.own_topic(user.pk, key, value)
         else:
             topics = self.get_queryset()
             found = topics.filter(pk=key).first() if numeric else None

@@ -1,29 +1,23 @@
 """engine/plumbing/database.py. After a commit: nothing for a rollback, and an action that fails is logged while
-the ones queued after it still run, outside a transaction as inside one. Statements compiled once: the same answers
-as their querysets, and shapes that could not be run again refused. `insert`: the rows `bulk_create` writes."""
+the ones queued after it still run, outside a transaction as inside one. `insert`: the rows `bulk_create` writes.
+(Statements compiled once, instances and preparers: test_shortcuts.py.)"""
 
 import logging
 import uuid
 from datetime import timedelta
 
 import pytest
-from django.core.exceptions import FieldError, ValidationError
+from django.core.exceptions import FieldError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Value, signals
+from django.db.models import Value
 from django.db.models.functions import Concat
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
-from delivery.engine.accounts import catalog
-from delivery.engine.claiming import leases
-from delivery.engine.intake import fanout
 from delivery.engine.plumbing import database
-from delivery.engine.plumbing.database import Statement, after_commit, insert, insert_together, preparer
-from delivery.models import Attempt, Delivery, Message
-from delivery.rules.vocabulary import DeliveryStatus
-from delivery.web.api import authentication, topics
-from subscriptions.models import Endpoint, EventType, Subscription, Tenant, Topic
+from delivery.engine.plumbing.database import after_commit, insert, insert_together
+from delivery.models import Delivery, Message
+from subscriptions.models import Subscription
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,95 +47,6 @@ def test_nothing_runs_for_a_rollback_and_at_once_outside_a_transaction():
 
 
 # --- statements compiled once per process -------------------------------------------------------------------------
-
-def columns_of(obj) -> tuple:
-    return tuple(getattr(obj, field.attname) for field in type(obj)._meta.concrete_fields)
-
-
-def same(found, expected) -> bool:
-    """Rows equal, and instances equal column by column (Model.__eq__ compares primary keys only)."""
-    if found and hasattr(found[0], "_meta"):
-        return [columns_of(obj) for obj in found] == [columns_of(obj) for obj in expected]
-    return found == expected
-
-
-@pytest.fixture
-def catalog_world(django_user_model):
-    """Two owners, a tenant, topics with subscriptions of every audience and JSON columns, and event types."""
-    owner = django_user_model.objects.create_user("statement-owner")
-    other = django_user_model.objects.create_user("statement-other")
-    tenant = Tenant.objects.create(owner=owner, external_id="acme", name="Acme")
-    topic = Topic.objects.create(owner=owner, name="orders", delivery_policy={"healthyRetryPolicy": {"numRetries": 2}})
-    Topic.objects.create(owner=other, name="orders")
-    for n, (tenant_of, policy) in enumerate([(None, {"region": ["eu"]}), (tenant, None), (None, None)]):
-        endpoint = Endpoint.objects.create(owner=owner, tenant=tenant_of, url=f"https://example.com/hook/{n}")
-        Subscription.objects.create(topic=topic, endpoint=endpoint, tenant=tenant_of, filter_policy=policy,
-                                    event_types=["order.created"] if n == 2 else [], status="confirmed",
-                                    confirmed_at=timezone.now())
-    for name, validate in [("order.created", True), ("order.paid", True), ("order.gone", False)]:
-        EventType.objects.create(owner=owner, name=name, schema={"type": "object"}, validate_payloads=validate)
-    return owner, other, tenant, topic
-
-
-def test_every_hot_statement_answers_what_its_queryset_answers(catalog_world):
-    """Each statement the hot paths use, run compiled and run by the ORM from the same queryset: the same rows,
-    the same instances column by column (JSON decoded, times aware), for values that find rows and values that
-    find none."""
-    owner, other, tenant, topic = catalog_world
-    token = Token.objects.create(user=owner)
-    messages = [Message.objects.create(topic=topic, payload={"n": n, "text": "é\u2028"}, attributes={"k": ["v"]},
-                                       published_at=timezone.now(), tenant=tenant if n else None) for n in range(2)]
-    subscriptions = list(Subscription.objects.filter(topic=topic))
-    cases = [
-        (authentication.TOKEN, [(token.key,), ("no-such-key",)]),
-        (topics.OWN_TOPIC_BY_ID, [(owner.id, topic.id), (other.id, topic.id)]),
-        (topics.OWN_TOPIC_BY_NAME, [(owner.id, "orders"), (other.id, "orders"), (owner.id, "missing")]),
-        (fanout.AUDIENCE_SUBSCRIPTIONS["owner"], [(topic.id,)]),
-        (fanout.AUDIENCE_SUBSCRIPTIONS["broadcast"], [(topic.id,)]),
-        (fanout.AUDIENCE_SUBSCRIPTIONS["tenant"], [(topic.id, tenant.id), (topic.id, tenant.id + 1000)]),
-        (catalog._validated_of(1), [(owner.id, "order.created"), (owner.id, "order.gone"), (other.id, "order.paid")]),
-        (catalog._validated_of(3), [(owner.id, "order.created", "order.gone", "order.paid")]),
-        # a claim's loads: a list of keys, one array parameter
-        (leases.SUBSCRIPTIONS, [([s.id for s in subscriptions],), ([],)]),
-        (leases.SUBSCRIPTIONS, [([subscriptions[0].id, subscriptions[0].id + 1000],)]),  # with its topic's columns
-        (leases.MESSAGES, [([m.id for m in messages],), ([uuid.uuid4()],)]),
-        (leases.ENDPOINTS, [([s.endpoint_id for s in subscriptions[:2]],)]),
-    ]
-    found_some = 0
-    for statement, value_sets in cases:
-        for values in value_sets:
-            expected = list(statement.build(*values))
-            found = statement.rows(*values)
-            assert same(found, expected), (statement.build, values, found, expected)
-            found_some += bool(found)
-    assert found_some == 14  # the cases that should find rows did
-
-
-def test_a_statement_refuses_a_shape_it_cannot_run_again():
-    """A lookup that changes its value (icontains wraps it in %), a join read through select_related: refused
-    when compiled, not run with the wrong SQL."""
-    with pytest.raises(ValueError, match="do not reach the SQL unchanged"):
-        Statement(lambda name: Topic.objects.filter(name__icontains=name), str).rows("ord")
-    with pytest.raises(ValueError, match="every column of one model"):
-        Statement(lambda pk: Topic.objects.filter(pk=pk).select_related("owner"), int).rows(1)
-    with pytest.raises(ValueError, match="every column of one model, and nothing else"):
-        Statement(lambda pk: Topic.objects.filter(pk=pk).annotate(n=Count("subscriptions")), int).rows(1)
-    for shape in (lambda pk: Topic.objects.filter(pk=pk).values("id"),
-                  lambda pk: Topic.objects.filter(pk=pk).values_list("id", flat=True)):
-        with pytest.raises(ValueError, match="instances or values_list's tuples"):
-            Statement(shape, int).rows(1)
-    with pytest.raises(TypeError):
-        Statement(lambda when: Topic.objects.filter(created_at__lt=when), object)
-
-
-def test_constants_stay_constants_and_values_go_where_they_belong(catalog_world):
-    owner, _, _, topic = catalog_world
-    statement = Statement(lambda owner_id, name: Topic.objects.filter(
-        owner_id=owner_id, name=name, open_to_tenants=False).exclude(description="x").values_list("id"), int, str)
-    assert statement.rows(owner.id, "orders") == [(topic.id,)]
-    assert statement.rows(owner.id, "other") == []
-    with pytest.raises(TypeError, match="takes 2 values"):
-        statement.rows(owner.id)
 
 
 def test_insert_writes_what_bulk_create_writes(catalog_world):
@@ -241,33 +146,6 @@ def test_insert_together_writes_what_two_inserts_write_in_one_statement(catalog_
     assert Message.objects.count() == 4 and Delivery.objects.count() == 4
 
 
-@pytest.mark.filterwarnings("ignore:DateTimeField .* received a naive datetime")  # the naive value, on purpose
-def test_a_preparer_gives_what_the_field_would_give():
-    """`preparer` skips `get_db_prep_save` only where it would return the value itself: every other value (an enum
-    member, JSON, a string for an integer column, a naive time) still goes through the field. An integer is always
-    a plain `int` (Django's is psycopg's Int4, naming its size): a column's array never mixes the two."""
-    now = timezone.now()
-    values = [None, 0, 7, 2**40, True, "", "text", "12", now, now.replace(tzinfo=None), DeliveryStatus.SUCCEEDED,
-              {"a": [1]}, ["x"]]
-    checked = 0
-    for model in (Delivery, Attempt):
-        for field in model._meta.concrete_fields:
-            prepare = preparer(field, connection)
-            for value in values:
-                try:
-                    expected = field.get_db_prep_save(value, connection)
-                except (TypeError, ValueError, ValidationError):
-                    continue  # a value this field refuses
-                found = prepare(value)
-                if isinstance(expected, int) and not isinstance(expected, bool) and type(expected) is not int:
-                    assert type(found) is int, (field, value)
-                    expected = int(expected)
-                assert type(found) is type(expected), (field, value)
-                assert getattr(found, "obj", found) == getattr(expected, "obj", expected), (field, value)
-                checked += 1
-    assert checked > 100
-
-
 def test_anyof_is_no_lookup_a_filter_can_name():
     """The claim's array filter is an expression the engine builds, not a lookup an admin page's query string or an
     API filter could reach."""
@@ -300,33 +178,3 @@ def test_a_bound_cursor_loads_date_times_as_djangos_cursor_does(session_zone):
     assert [value.utcoffset() for (value,) in bound[:3]] == [timedelta(0)] * 3
 
 
-def test_instances_are_what_from_db_builds(catalog_world):
-    """`instances` builds each row's model instance as `from_db` does: the same attributes and state, related
-    objects still loaded on access; with a receiver of the model's post_init, through `from_db` itself."""
-    Token.objects.create(user=catalog_world[0])
-    for model in (Topic, Subscription, Endpoint, Token):
-        names = [field.attname for field in model._meta.concrete_fields]
-        rows = list(model.objects.values_list(*names))
-        assert rows, model
-        built = database.instances(model, "default", names, rows)
-        reference = [model.from_db("default", names, row) for row in rows]
-        for mine, theirs in zip(built, reference, strict=True):
-            assert type(mine) is model and mine == theirs
-            assert ({k: v for k, v in vars(mine).items() if k != "_state"}
-                    == {k: v for k, v in vars(theirs).items() if k != "_state"})
-            assert (mine._state.adding, mine._state.db) == (False, "default")
-        if model is Subscription:
-            assert built[0].topic == Topic.objects.get(pk=rows[0][names.index("topic_id")])
-
-    seen = []
-
-    def receiver(sender, instance, **kwargs):
-        seen.append(instance)
-
-    signals.post_init.connect(receiver, sender=Topic)
-    try:
-        names = [field.attname for field in Topic._meta.concrete_fields]
-        built = database.instances(Topic, "default", names, list(Topic.objects.values_list(*names)))
-    finally:
-        signals.post_init.disconnect(receiver, sender=Topic)
-    assert seen == built

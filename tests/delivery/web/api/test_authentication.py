@@ -33,7 +33,7 @@ def test_a_browser_that_is_not_logged_in_is_offered_a_login(user):
 
 
 def test_a_token_authenticates_its_user_until_it_is_deleted_or_the_user_deactivated(django_user_model):
-    """The token lookup (one statement compiled per process, authentication.TOKEN): the key's own user, and the
+    """The token lookup (one statement compiled per process, selectors.TOKEN): the key's own user, and the
     answers DRF gives for a key that is gone and for a user who may no longer log in, on the next request."""
     user = django_user_model.objects.create_user("keyholder")
     django_user_model.objects.create_user("bystander")
