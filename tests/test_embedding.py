@@ -15,7 +15,8 @@ from django.test import Client, override_settings
 import tests.receiver_urls as hooks
 from delivery import signals
 from delivery.conf import DEFAULTS, from_environment, herald, parse
-from delivery.engine.accounts.subscribing import subscription_create, subscription_rotate_secret
+from delivery.engine.accounts.signing_secrets import subscription_rotate_secret
+from delivery.engine.accounts.subscribing import subscription_create
 from delivery.engine.plumbing import redis_link
 from delivery.engine.state import health
 from delivery.events import PublishError, publish, publish_on_save

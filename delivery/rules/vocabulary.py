@@ -18,6 +18,8 @@ class DeliveryStatus(StrEnum):
     DROPPED = "dropped"  # exhausted with `redrivePolicy.deadLetter: false`
 
 
+TEST_EVENT_TYPE = "herald.test"  # a test event's type: sent to one subscription by hand, left out of replays
+
 TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
 UNFINISHED = (DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT, DeliveryStatus.WAITING)
 

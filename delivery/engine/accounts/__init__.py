@@ -2,7 +2,8 @@
 event type catalog, pausing and recovering. Every door (API, admin, portal, Python) calls these services, so each
 rule and quota holds on every path.
 
-    subscribing   topics and subscriptions: create, update, rotate a secret (rules checked here)
+    subscribing   topics and subscriptions: create, update (rules checked here)
+    signing_secrets  a subscription's secret: made or checked, rotated with a grace period
     confirmation  the confirmation handshake: its token, its request, confirming
     recovery      dead letters and recovery: redrive, recover, retry now, pause, resume
     tenancy       tenants, their keys and portal links, and what a tenant's request may reach

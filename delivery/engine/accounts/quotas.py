@@ -29,7 +29,7 @@ from delivery.engine.plumbing import redis_link
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Replay
 from delivery.rules.send_shares import share_of
-from delivery.rules.vocabulary import AttemptQueue
+from delivery.rules.vocabulary import TEST_EVENT_TYPE, AttemptQueue
 from subscriptions.models import EventType, Subscription, Tenant, TenantKey
 
 HOUR = 3600
@@ -94,7 +94,7 @@ def replay(subscription: Subscription, now) -> None:
 def test_events(subscription: Subscription, now) -> None:
     """Before a test event: fewer than HERALD_MAX_TEST_EVENTS_PER_HOUR for the subscription in the last hour."""
     limit = herald.MAX_TEST_EVENTS_PER_HOUR
-    recent = Delivery.objects.filter(subscription=subscription, message__event_type="herald.test",
+    recent = Delivery.objects.filter(subscription=subscription, message__event_type=TEST_EVENT_TYPE,
                                      created_at__gt=now - timedelta(hours=1))
     if recent.count() >= limit:
         raise ApplicationError(f"{limit} test events were sent to this subscription in the last hour, the most "

@@ -1,23 +1,22 @@
 """Topic, subscription and endpoint services: validate, check current state, change it."""
 
 import hmac
-from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, policies, quotas
+from delivery.engine.accounts import catalog, policies, quotas, signing_secrets
 from delivery.engine.accounts.confirmation import confirmation_request
 from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
-from delivery.rules import client_certificates, delivery_headers, signing, subscription_rules
+from delivery.rules import client_certificates, delivery_headers, subscription_rules
 from delivery.rules.header_text import control_problem
 from delivery.transport import ssrf
-from subscriptions.models import Endpoint, Subscription, Topic, generate_secret
-from subscriptions.secrets import Unreadable, encrypt
+from subscriptions.models import Endpoint, Subscription, Topic
+from subscriptions.secrets import encrypt
 from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
 
@@ -101,20 +100,6 @@ def endpoint_for(*, owner, url: str, tenant=None) -> Endpoint:
     return endpoint
 
 
-def new_secret(scheme: str, own: str | None = None) -> str:
-    """A `whsec_` secret (HMAC) or a `whsk_` Ed25519 signing key; `own`: the caller's own `whsec_` secret, checked
-    (a 400 naming `secret`; Ed25519 keys are always Herald's)."""
-    if own is None:
-        return signing.generate_signing_key() if scheme == SignatureScheme.ED25519 else generate_secret()
-    if scheme == SignatureScheme.ED25519:
-        raise ApplicationError("a secret of your own is for hmac-sha256 subscriptions; with ed25519 Herald keeps the "
-                               "signing key and you verify with its public key", field="secret")
-    problem = signing.secret_problem(own)
-    if problem:
-        raise ApplicationError(problem, field="secret")
-    return own
-
-
 # Per-subscription options of how its stream is filtered and shaped (checked_options checks them for every door).
 STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
                   "preferred_batch_size_kb", "delivery_headers", "send_trace_context")
@@ -185,7 +170,7 @@ def subscription_create(
     check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
     scheme = signature_scheme or SignatureScheme.HMAC_SHA256
     own_secret = secret is not None
-    secret = new_secret(scheme, secret)
+    secret = signing_secrets.new_secret(scheme, secret)
     with transaction.atomic():
         Topic.objects.select_for_update().filter(id=topic.id).first()  # one subscribe per topic at a time
         url = checked_url(endpoint, "endpoint")
@@ -285,7 +270,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
             changes["endpoint"] = endpoint_for(owner=subscription.topic.owner, url=changes["endpoint"],
                                                tenant=subscription.tenant)
         if scheme is not None and scheme != subscription.signature_scheme:  # after the checks: nothing half-done
-            subscription = subscription_rotate_secret(subscription=subscription, scheme=scheme)
+            subscription = signing_secrets.subscription_rotate_secret(subscription=subscription, scheme=scheme)
         for key, value in changes.items():
             setattr(subscription, key, value)
         if reconfirm:
@@ -301,26 +286,3 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
         if unordered:  # what waited for its turn is due now
             lifecycle.release_ordered(subscription.id, now=now)
     return subscription
-
-
-ROTATION_GRACE = timedelta(hours=24)
-
-
-def subscription_rotate_secret(*, subscription: Subscription, scheme: str | None = None, secret: str | None = None,
-                               now=None) -> Subscription:
-    """A new secret (or Ed25519 key, by the subscription's scheme, or `scheme` when it changes) — `secret`, a
-    `whsec_` secret of the caller's own, if given; the old one keeps signing beside it for 24 hours. A rotation
-    during a grace period ends the older secret at once (only two are ever in use)."""
-    now = now or clock.now()
-    new_secret(scheme or subscription.signature_scheme, secret)  # checked before anything changes
-    with transaction.atomic():
-        locked = Subscription.objects.select_for_update().get(id=subscription.id)
-        if isinstance(locked.secret, Unreadable):  # its key was lost: nothing to keep signing with
-            locked.previous_secret, locked.previous_secret_expires_at = "", None
-        else:
-            locked.previous_secret, locked.previous_secret_expires_at = locked.secret, now + ROTATION_GRACE
-        locked.signature_scheme = scheme or locked.signature_scheme
-        locked.secret = new_secret(locked.signature_scheme, secret)
-        locked.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "signature_scheme",
-                                   "updated_at"])
-    return locked

@@ -20,16 +20,16 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, quotas, tenancy
+from delivery.engine.accounts import catalog, tenancy
 from delivery.engine.intake import fanout
 from delivery.engine.plumbing import clock, counters, tracing
 from delivery.engine.plumbing.database import after_commit, in_callers_transaction, insert, insert_together
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle, ordering
-from delivery.models import Delivery, Message
+from delivery.models import Message
 from delivery.rules import publish_input
 from delivery.rules.wire import payload_bytes
-from subscriptions.models import EventType, Subscription, Tenant, Topic
+from subscriptions.models import Tenant, Topic
 
 log = logging.getLogger(__name__)
 WRITE_TRIES = 3
@@ -247,15 +247,8 @@ def _write(topic: Topic, entries: list[Entry], *, one_statement: bool) -> list[P
             waiting = set() if large else fanout.ordered_waiting(topic.id, key, chosen, keyed.get(key, set()))
             if key and not large:
                 keyed.setdefault(key, set()).update(c.id for c in chosen if c.ordered)
-            messages.append(Message(
-                topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text,
-                event_type=entry.event_type, subject=entry.subject, attributes=entry.attributes or {},
-                published_at=now, idempotency_key=entry.idempotency_key or None,
-                request_fingerprint=entry.fingerprint(), fanout_pending=large, fanout_skipped=skipped,
-                ordering_key=key or None, tenant_id=entry.tenant_id,
-                tenant_external_id=entry.tenant if entry.tenant and entry.tenant_id is None else "",
-                broadcast=entry.broadcast,
-                schema_mismatch=entry.schema_mismatch, trace_parent=trace_parent))
+            messages.append(_message(topic, entry, now, fanout_pending=large, fanout_skipped=skipped,
+                                     trace_parent=trace_parent))
             chosen_for.append(chosen)
             waiting_for.append(waiting)
         inline = [len(chosen) for chosen, m in zip(chosen_for, messages, strict=True) if not m.fanout_pending]
@@ -282,41 +275,15 @@ def _write(topic: Topic, entries: list[Entry], *, one_statement: bool) -> list[P
     return [(message, len(chosen), True) for message, chosen in zip(messages, chosen_for, strict=True)]
 
 
-TEST_EVENT_TYPE = "herald.test"
-
-
-def test_event(*, subscription: Subscription, now=None) -> Delivery:
-    """A test event for `subscription` alone (`herald.test`, with the catalog's example of one of its event types
-    when there is one), delivered and recorded like any other; a few per hour per subscription. Replays leave test
-    events out."""
-    now = now or clock.now()
-    if subscription.status == Subscription.Status.PENDING_CONFIRMATION:
-        raise ApplicationError("The endpoint has not confirmed this subscription yet; confirm it first.",
-                               status_code=409)
-    quotas.test_events(subscription, now)
-    example = (EventType.objects.filter(owner_id=subscription.topic.owner_id, name__in=subscription.event_types or [])
-               .exclude(example=None).values_list("name", "example").first())
-    payload = {"test": True, "subscription": subscription.id, "sent_at": now.isoformat()}
-    if example:
-        payload.update(event_type=example[0], example=example[1])
-    with tracing.publishing(subscription.topic.name, 1, {"herald.owner": subscription.topic.owner_id,
-                                                         "herald.topic": subscription.topic_id,
-                                                         "herald.test_event": True}):
-        return _test_event(subscription, payload, now)
-
-
-def _test_event(subscription: Subscription, payload: dict, now) -> Delivery:
-    with transaction.atomic():
-        message = Message.objects.create(
-            topic=subscription.topic, tenant_id=subscription.tenant_id, event_type=TEST_EVENT_TYPE,
-            subject=f"subscription:{subscription.id}", payload=payload, published_at=now, fanout_skipped={},
-            trace_parent=tracing.current_traceparent())
-        candidate = fanout.Candidate(subscription.id, subscription.endpoint_id, subscription.status,
-                                     confirmed_before=subscription.confirmed_at is not None,
-                                     tenant_id=subscription.tenant_id)
-        created = Delivery.objects.bulk_create(fanout.build_deliveries(message, [candidate]))
-        lifecycle.created(created)
-    return created[0]
+def _message(topic: Topic, entry: Entry, now, **written) -> Message:
+    """The message row of an entry (unsaved); `written`: what the write decided (its fan-out, its trace)."""
+    return Message(
+        topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
+        subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
+        idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
+        ordering_key=entry.ordering_key or None, tenant_id=entry.tenant_id,
+        tenant_external_id=entry.tenant if entry.tenant and entry.tenant_id is None else "",
+        broadcast=entry.broadcast, schema_mismatch=entry.schema_mismatch, **written)
 
 
 def _repeated(existing: Message, entry: Entry) -> Published:

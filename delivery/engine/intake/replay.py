@@ -20,6 +20,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery, Message, Replay
 from delivery.rules.filters import policy as filters
+from delivery.rules.vocabulary import TEST_EVENT_TYPE
 from subscriptions.models import Subscription
 
 CHUNK = 1000
@@ -39,7 +40,7 @@ def replay_create(*, subscription: Subscription, since, until=None, filter_polic
     quotas.replay(subscription, now)
     window = Message.objects.filter(fanout.messages_for(subscription), topic_id=subscription.topic_id,
                                     published_at__gte=since, published_at__lt=until).exclude(
-        event_type="herald.test")
+        event_type=TEST_EVENT_TYPE)
     limit = herald.MAX_REPLAY_MESSAGES
     if window[limit:limit + 1].exists():
         raise ApplicationError(f"More than {limit} messages were published in that window; narrow since/until "

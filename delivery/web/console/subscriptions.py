@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from delivery.engine.accounts import recovery, removal, subscribing
+from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay
 from delivery.engine.plumbing.errors import ApplicationError
@@ -46,7 +46,7 @@ class SubscriptionForm(ServiceForm):
         secret = changes.pop("new_secret", "")
         subscription = subscribing.subscription_update(subscription=stored, **changes)
         if secret:
-            subscription = subscribing.subscription_rotate_secret(subscription=subscription, secret=secret)
+            subscription = signing_secrets.subscription_rotate_secret(subscription=subscription, secret=secret)
         return subscription
 
 

@@ -15,9 +15,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine.accounts import recovery, removal, subscribing
+from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
-from delivery.engine.intake import publishing, replay
+from delivery.engine.intake import replay, test_events
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import health
 from delivery.web import selectors
@@ -96,8 +96,8 @@ ACTIONS: dict[str, Action] = {
     "pause": Action(on_subscription(recovery.subscription_pause),
                     done="Paused: new events are held until you resume."),
     "resume": Action(on_subscription(recovery.subscription_resume), done="Resumed."),
-    "rotate": Action(on_subscription(subscribing.subscription_rotate_secret), shows=_new_secret),
-    "test": Action(on_subscription(publishing.test_event), done="A test event is on its way."),
+    "rotate": Action(on_subscription(signing_secrets.subscription_rotate_secret), shows=_new_secret),
+    "test": Action(on_subscription(test_events.test_event), done="A test event is on its way."),
     "delete": Action(on_subscription(removal.subscription_delete),  # a 409 while it is being sent to
                      done="Endpoint removed.", home=True, asks_first=_removal_question),
     "replay": Action(_replay, done="Replay started."),

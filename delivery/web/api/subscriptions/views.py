@@ -9,9 +9,9 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from delivery.engine.accounts import recovery, removal, subscribing
+from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
-from delivery.engine.intake import publishing, replay
+from delivery.engine.intake import replay, test_events
 from delivery.models import Delivery
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
@@ -177,7 +177,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         subscription = self.get_object()
         serializer = RotateSecretSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        rotated = subscribing.subscription_rotate_secret(subscription=subscription,
+        rotated = signing_secrets.subscription_rotate_secret(subscription=subscription,
                                                          secret=serializer.validated_data.get("secret"))
         return Response(RotatedSecretSerializer(rotated).data)
 
@@ -186,7 +186,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     def test(self, request, pk=None):
         """Send this subscription alone a test event (`herald.test`, a small example payload), recorded like any
         delivery; a few per hour (HERALD_MAX_TEST_EVENTS_PER_HOUR)."""
-        delivery = publishing.test_event(subscription=self.get_object())
+        delivery = test_events.test_event(subscription=self.get_object())
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: None})
