@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from delivery.rules.filters import policy as filters
 
 OAUTH_CREDENTIALS = ("oauth_token_url", "oauth_client_id", "oauth_client_secret")
+# What a subscription's owner (or tenant) may set, the one list every door reads: the services take these and
+# nothing else (`subscribing.subscription_update` refuses any other name), the API's create passes them on.
+CREDENTIALS = ("client_certificate", "client_key", *OAUTH_CREDENTIALS, "oauth_scope")
+STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
+                  "preferred_batch_size_kb", "delivery_headers", "send_trace_context")
+UPDATABLE = ("endpoint", "delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
+             *CREDENTIALS, *STREAM_OPTIONS)
 RAW_AND_BATCHES = "batches are CloudEvents batches; they cannot be combined with raw_message_delivery"
 OAUTH_TOGETHER = "give the token URL, client id and client secret together, or none"
 OAUTH_AUTHORIZATION = ("has an Authorization header, which OAuth2 sets itself: remove it from delivery_headers in "

@@ -100,11 +100,6 @@ def endpoint_for(*, owner, url: str, tenant=None) -> Endpoint:
     return endpoint
 
 
-# Per-subscription options of how its stream is filtered and shaped (checked_options checks them for every door).
-STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-                  "preferred_batch_size_kb", "delivery_headers", "send_trace_context")
-
-
 def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None) -> dict:
     """`changes` to a subscription's stream options and credentials as they are stored, checked here for every door
     (API, admin, portal, Python): event types ([] for all); delivery headers validated, their secret values
@@ -211,7 +206,7 @@ def _same_as(existing: Subscription, asked: dict, options: dict, own_secret: str
                        "raw_message_delivery": bool(asked["raw_message_delivery"]),
                        "signature_scheme": asked["signature_scheme"]}
     different = [f for f, value in asked_as_stored.items() if asked[f] is not None and value != getattr(existing, f)]
-    different += [name for name in STREAM_OPTIONS if name in options and name != "delivery_headers"
+    different += [name for name in subscription_rules.STREAM_OPTIONS if name in options and name != "delivery_headers"
                   and options[name] != getattr(existing, name)]
     if own_secret is not None and not hmac.compare_digest(str(existing.secret), own_secret):
         different.append("secret")
@@ -245,6 +240,10 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
+    unknown = sorted(set(changes) - set(subscription_rules.UPDATABLE))
+    if unknown:
+        raise ApplicationError(f"not an option of a subscription one can change: {', '.join(unknown)}",
+                               field=unknown[0])
     changes = checked_options(changes, subscription, now=now)
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:

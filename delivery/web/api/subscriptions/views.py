@@ -13,6 +13,7 @@ from delivery.engine.accounts import recovery, removal, signing_secrets, subscri
 from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
 from delivery.engine.intake import replay, test_events
 from delivery.models import Delivery
+from delivery.rules import subscription_rules
 from delivery.rules.vocabulary import DeliveryStatus
 from delivery.web import selectors
 from delivery.web.api.base import HeraldAPI, extend_schema
@@ -76,9 +77,8 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
             delivery_policy=data.get("delivery_policy"),
             filter_policy=data.get("filter_policy"), raw_message_delivery=data.get("raw_message_delivery"),
             signature_scheme=data.get("signature_scheme"), secret=data.get("secret"),
-            **{name: data[name] for name in ("client_certificate", "client_key",
-                                             "oauth_token_url", "oauth_client_id", "oauth_client_secret",
-                                             "oauth_scope", *subscribing.STREAM_OPTIONS) if name in data},
+            **{name: data[name] for name in (*subscription_rules.CREDENTIALS, *subscription_rules.STREAM_OPTIONS)
+               if name in data},
         )
         if secret is None:
             body = SubscriptionSerializer(subscription, context=self.get_serializer_context()).data
