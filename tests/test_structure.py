@@ -409,3 +409,53 @@ def test_the_doors_delete_rows_only_through_a_service():
     assert {"Topic", "Subscription", "Tenant", "EventType"} <= set(pages)  # the test sees the pages that delete
     assert [name for name, page in pages.items() if type(page).delete_model is admin.ModelAdmin.delete_model
             or type(page).delete_queryset is admin.ModelAdmin.delete_queryset] == []
+
+
+# The doors, by resource: each module of the API, the console and the portal has its tests at the mirrored path
+# (`delivery/web/api/topics.py` → `tests/delivery/web/api/test_topics.py`, a package's module likewise).
+DOORS = ("api", "console", "portal")
+
+
+def test_each_door_module_has_its_tests_at_the_mirrored_path():
+    missing, doors = [], {door: sorted((ROOT / "delivery" / "web" / door).rglob("*.py")) for door in DOORS}
+    assert all(len(paths) > 2 for paths in doors.values())  # the test sees the doors' modules
+    for paths in doors.values():
+        for path in paths:
+            if path.name == "__init__.py":
+                continue
+            mirrored = ROOT / "tests" / path.parent.relative_to(ROOT) / f"test_{path.name}"
+            if not mirrored.exists():
+                missing.append(f"{path.relative_to(ROOT)} has no {mirrored.relative_to(ROOT)}")
+    assert missing == []
+
+
+# Rooms of one concept (docs/architecture.md, "Rules for contributors"): a module past these sizes holds two.
+MAX_MODULE_LINES = 320
+MAX_FUNCTION_LINES = 55
+
+
+def test_no_module_and_no_function_outgrows_its_room():
+    found = []
+    for path in MODULES.values():
+        source = path.read_text()
+        if source.count("\n") > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(ROOT)}: {source.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    assert found == []
+
+
+# A delivery row is built in one place (lifecycle.new_delivery): its endpoint, owner and tenant are copied onto it
+# for the claim's indexes, and a second builder would be a second place to forget one.
+DELIVERY_BUILDER = "delivery/engine/state/lifecycle.py"
+
+
+def test_one_builder_of_a_delivery_row():
+    built = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in MODULES.values()
+             if str(path.relative_to(ROOT)) != DELIVERY_BUILDER
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Delivery"]
+    assert built == []

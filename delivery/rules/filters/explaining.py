@@ -30,7 +30,7 @@ def explain(policy, attributes: dict, key: str | None = None, *, scope: str = AT
         return f"the message matches none of the {OR} branches of the filter policy"
     if scope == BODY and not isinstance(body, dict):
         return "the message's body is not a JSON object, so no body key can match"
-    if scope != BODY and not attributes and {"exists": False} in conditions:
+    if scope != BODY and not attributes and conditions is not None and {"exists": False} in conditions:
         return (f"the message has no attributes; attribute {key!r} is missing, but exists: false matches only a "
                 f"message with attributes (as SNS)")
     if conditions is None:

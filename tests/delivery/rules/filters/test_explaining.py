@@ -6,6 +6,7 @@ from delivery.rules.filters.explaining import explain
 from delivery.rules.filters.matching import EVENT_TYPE_KEY
 from delivery.rules.filters.reading import BODY
 
+CHANGED_SINCE = "the filter policy's rules for attribute 'a' did not match (the policy has changed since)"
 ORDER = {"customer_interests": ["basketball", "rugby"], "price_usd": 120, "store": {"city": "Seattle", "id": 7}}
 
 
@@ -40,6 +41,10 @@ def test_explain(policy, attributes, key, kwargs, text):
     ({"tags": ["gift"]}, {"tags": ["x" * 150, "y" * 150]}, None, {},
      "attribute 'tags' is " + '["' + "x" * 150 + '", "' + "y" * 44 + "…, which meets none of [\"gift\"]"),
     (None, {}, EVENT_TYPE_KEY, {}, "the event type matched none of the subscription's event types"),
+    # a message without attributes, failed on a key its subscription's policy no longer has (or no policy at all):
+    # the fan-out report of it must still read
+    ({"b": ["y"]}, {}, "a", {}, CHANGED_SINCE),
+    (None, {}, "a", {}, CHANGED_SINCE),
 ])
 def test_the_other_words(policy, attributes, key, kwargs, text):
     """A message without attributes against `exists: false`, a body that is no JSON object, a long value cut at
