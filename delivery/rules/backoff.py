@@ -52,3 +52,13 @@ def sns_retry_delays(
         + backoff_delays(function, min_delay, max_delay, num_backoff)
         + [float(max_delay)] * num_max_delay
     )
+
+
+def human(seconds: float) -> str:
+    """A delay or an offset as schedules show it (the console, docs/policies.md's tables): seconds under two
+    minutes, minutes under two hours, then hours."""
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -3,6 +3,8 @@ attempt by attempt, with its limits and what ends it."""
 
 from django.utils.html import format_html, format_html_join
 
+from delivery.rules.backoff import human
+
 
 def schedule_table(policy):
     """The schedule a policy produces, as the admin shows it beside the policy field."""
@@ -16,11 +18,3 @@ def schedule_table(policy):
               f"{policy.schedule_end(rows)}")
     return format_html('<table class="herald-schedule"><thead><tr><th>attempt</th><th>delay</th><th>offset</th>'
                        "</tr></thead><tbody>{}</tbody></table><p class=\"help\">{}</p>", body, limits)
-
-
-def human(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"

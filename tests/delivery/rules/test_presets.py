@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from delivery.rules.backoff import human
 from delivery.rules.policy import DeliveryPolicy, parse
 from delivery.rules.presets import PRESETS
 
@@ -31,15 +32,6 @@ def documented() -> dict[str, tuple[str, list[tuple[str, ...]]]]:
 DOCUMENTED = documented()
 
 
-def seconds(value: float) -> str:
-    """An offset as the tables write it: seconds under two minutes, minutes under two hours, then hours."""
-    if value < 120:
-        return f"{value:g} s"
-    if value < 7200:
-        return f"{value / 60:.1f} min"
-    return f"{value / 3600:.1f} h"
-
-
 def limits_line(policy: DeliveryPolicy) -> str:
     codes = sorted(policy.permanent_failure_codes)
     return (f"max attempts: {policy.max_attempts or 'until the time-to-live'}; "
@@ -49,7 +41,7 @@ def limits_line(policy: DeliveryPolicy) -> str:
 
 def table(policy: DeliveryPolicy, shown: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     """The policy's schedule as the table's cells, with the documented table's cut if it has one."""
-    rows = [(str(row["attempt"]), f"{row['delay']:g}", seconds(row["offset"])) for row in policy.schedule()]
+    rows = [(str(row["attempt"]), f"{row['delay']:g}", human(row["offset"])) for row in policy.schedule()]
     if ELIDED not in shown:
         return rows
     head = shown.index(ELIDED)

@@ -18,12 +18,6 @@ from tests.delivery.engine.claiming.owners import endpoints_of, flood_messages, 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def fresh_cursors(monkeypatch):
-    """Each test's claims start their turns afresh, whatever an earlier test's claims left in this process."""
-    monkeypatch.setattr(due_work, "CURSORS", due_work.Cursors())
-
-
 def test_the_owners_are_found_by_index_probes_not_by_reading_the_rows(django_user_model, redis_conn):
     alice, flood = owner_with(django_user_model, "alice", 1)
     message_publish_batch(topic=flood, entries=[Entry(payload=n) for n in range(100)])

@@ -19,12 +19,6 @@ from tests.delivery.engine.claiming.owners import endpoints_of, flood_messages, 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def fresh_cursors(monkeypatch):
-    """Each test's claims start their turns afresh, whatever an earlier test's claims left in this process."""
-    monkeypatch.setattr(due_work, "CURSORS", due_work.Cursors())
-
-
 def test_a_quiet_owners_fresh_delivery_goes_with_the_next_claim(django_user_model, redis_conn):
     alice, flood = owner_with(django_user_model, "alice", 2)
     bob, quiet = owner_with(django_user_model, "bob", 1)
