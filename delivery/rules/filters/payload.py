@@ -51,24 +51,22 @@ def objects(data, key: str, scope: str) -> list:
 
 def _leaves_of(value, into: list) -> list:
     """The leaf values of a value: itself, or an array's elements at any depth; objects are none."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(reversed(item))
-        elif value_kind(item) is not None:
-            into.append(item)
-    return into
+    return _flattened(value, lambda item: value_kind(item) is not None, into)
 
 
 def _objects_of(value, into: list) -> list:
     """The objects of a value: itself, or an array's objects at any depth (arrays of arrays included)."""
+    return _flattened(value, lambda item: isinstance(item, dict), into)
+
+
+def _flattened(value, kept, into: list) -> list:
+    """What of `value` (itself, or an array's items at any depth, in order) `kept` keeps, added to `into`."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, list):
             stack.extend(reversed(item))
-        elif isinstance(item, dict):
+        elif kept(item):
             into.append(item)
     return into
 
