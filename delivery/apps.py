@@ -13,7 +13,7 @@ class DeliveryConfig(AppConfig):
         from delivery import checks as herald_checks
         from delivery import redaction
         from delivery.engine.intake import operational
-        from delivery.engine.plumbing import tracing_setup
+        from delivery.engine.plumbing import tracing
         from delivery.transport import descriptors
 
         # Every Herald process (web, worker, scheduler) may open as many files as its hard limit allows: a worker's
@@ -23,7 +23,12 @@ class DeliveryConfig(AppConfig):
         redaction.install()
         # Herald's operational events are receivers of its own signals (Django's place for connecting signals).
         operational.connect()
-        # OpenTelemetry, when installed and asked for (OTEL_* variables, or a host project's own provider).
-        tracing_setup.configure()
+        # OpenTelemetry, when installed and asked for (OTEL_* variables, or a host project's own provider); the SDK
+        # is imported only when an exporter is asked for.
+        exporters = tracing.configure()
+        if exporters:
+            from delivery.engine.plumbing import tracing_setup
+
+            tracing_setup.start_sdk(exporters)
         checks.register(herald_checks.public_url_is_set, checks.Tags.compatibility)
         checks.register(herald_checks.worker_class_imports, checks.Tags.compatibility)

@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
+from delivery.rules.send_shares import OWN
 from delivery.rules.vocabulary import (
     UNFINISHED,
     AttemptOutcome,
@@ -129,12 +130,12 @@ class Delivery(models.Model):
             models.Index(fields=["next_attempt_at"], condition=Q(status=DeliveryStatus.PENDING),
                          name="delivery_pending_due"),
             # Fair claiming: which (owner, tenant) shares have pending work, and each one's oldest due rows (the
-            # owner's own rows are tenant 0).
-            models.Index(F("owner"), Coalesce(F("tenant"), Value(0)), F("next_attempt_at"),
+            # owner's own rows are tenant OWN, 0).
+            models.Index(F("owner"), Coalesce(F("tenant"), Value(OWN)), F("next_attempt_at"),
                          condition=Q(status=DeliveryStatus.PENDING), name="delivery_pending_share_due"),
             # Within a share, its endpoints with pending work (a skip scan) and each one's oldest due rows, in
             # (next_attempt_at, id) order so that a claim can read on from where it stopped.
-            models.Index(F("owner"), Coalesce(F("tenant"), Value(0)), F("endpoint"), F("next_attempt_at"), F("id"),
+            models.Index(F("owner"), Coalesce(F("tenant"), Value(OWN)), F("endpoint"), F("next_attempt_at"), F("id"),
                          condition=Q(status=DeliveryStatus.PENDING), name="delivery_pending_endpoint_due"),
             # Lease expiry (crash recovery) scans only in-flight rows.
             models.Index(fields=["lease_until"], condition=Q(status=DeliveryStatus.IN_FLIGHT), name="delivery_lease"),

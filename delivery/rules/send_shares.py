@@ -23,6 +23,9 @@ Share = tuple[int, int]  # (owner id, tenant id or OWN)
 OWN = 0  # the tenant of an owner's own rows (and sends) in a share, and in the indexes that order rows by share
 
 
+UNSHARED: Share = (0, OWN)  # a send no owner's share is known for (a tool's): no owner has id 0
+
+
 def share_of(owner_id: int, tenant_id: int | None) -> Share:
     """The share a row (or a send) of `owner_id` and `tenant_id` (None for the owner's own) is in."""
     return owner_id, tenant_id or OWN

@@ -30,7 +30,7 @@ from delivery.rules import send_shares
 from delivery.transport import ssrf
 from delivery.transport.ssrf import Address, Unresolvable
 
-SHARE = contextvars.ContextVar("herald_lookup_share", default=(0, 0))
+SHARE = contextvars.ContextVar("herald_lookup_share", default=send_shares.UNSHARED)
 CACHE_ENTRIES = 4096
 
 

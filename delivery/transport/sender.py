@@ -33,6 +33,7 @@ from collections import Counter
 import aiohttp
 
 from delivery.conf import herald
+from delivery.rules import send_shares
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest
 from delivery.transport import descriptors, posting
@@ -186,7 +187,7 @@ class Transport:
                     del self._active_by_share[slot.share]
 
     async def _send(self, request, timeout, key, start_by, slot: _Slot) -> SendResult | None:
-        SHARE.set(slot.share or (0, 0))  # whose share of the lookup threads this send's name lookup takes
+        SHARE.set(slot.share or send_shares.UNSHARED)  # whose share of the lookup threads this send's name lookup takes
         entry = self._endpoint_slots.setdefault(key, [asyncio.Semaphore(self.per_endpoint), 0])
         entry[1] += 1
         stall = None
@@ -275,6 +276,16 @@ def transport() -> Transport:
                 _transport = Transport(max_in_flight=sized.in_flight, max_stalled=sized.stalled,
                                        per_endpoint=herald.MAX_IN_FLIGHT_PER_ENDPOINT)
     return _transport
+
+
+def close_transport() -> None:
+    """Close the process's transport (its loop, its connections, its lookup threads); the next `transport()` makes
+    a new one."""
+    global _transport
+    with _transport_lock:
+        closing, _transport = _transport, None
+    if closing is not None:
+        closing.close()
 
 
 def submit(request: OutgoingRequest, *, timeout: float, key=None, share=None,

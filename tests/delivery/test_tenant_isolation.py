@@ -3,8 +3,9 @@ that anything done on the worker's job thread would show: a confirmation target 
 that answers after 9 s hold only their own owner's sends. What is asserted is order, not speed: the other owner's
 events arrive while the slow requests are still unanswered.
 
-Elsewhere: fair claiming (tests/delivery/engine/claiming/test_leases.py), per-publish cost of every filter operator
-(tests/delivery/rules/filters/test_matching.py), the fan-out report's page (tests/delivery/web/test_fanout_report.py),
+Elsewhere: fair claiming (tests/delivery/engine/claiming/test_leases.py, test_due_work.py and
+tests/delivery/rules/test_claim_turns.py), per-publish cost of every filter operator
+(tests/delivery/rules/filters/test_matching.py), the fan-out report (tests/delivery/web/api/test_messages.py),
 storage per batch request (tests/delivery/test_batching.py), quotas (tests/delivery/engine/accounts/test_quotas.py)."""
 
 import json

@@ -100,6 +100,14 @@ def endpoint_for(*, owner, url: str, tenant=None) -> Endpoint:
     return endpoint
 
 
+def options_only(given: dict, options: tuple[str, ...]) -> None:
+    """A 400 naming what in `given` is none of a subscription's `options` (rules/subscription_rules.py), whoever
+    asks: nothing else of a subscription (its status, its keys) is set through a service's keywords."""
+    unknown = sorted(set(given) - set(options))
+    if unknown:
+        raise ApplicationError(f"not an option of a subscription one can set: {', '.join(unknown)}", field=unknown[0])
+
+
 def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None) -> dict:
     """`changes` to a subscription's stream options and credentials as they are stored, checked here for every door
     (API, admin, portal, Python): event types ([] for all); delivery headers validated, their secret values
@@ -158,6 +166,7 @@ def subscription_create(
     shown again) instead of a second one that would deliver every event twice; 409 if the request asks for
     different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
     types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
+    options_only(credentials, (*subscription_rules.CREDENTIALS, *subscription_rules.STREAM_OPTIONS))
     policies.subscription_policy_checked(delivery_policy, topic=topic)
     credentials = checked_options(credentials)
     if tenant is not None:
@@ -174,7 +183,7 @@ def subscription_create(
         if existing is not None:
             asked = {"delivery_policy": delivery_policy, "filter_policy": filter_policy,
                      "raw_message_delivery": raw_message_delivery, "signature_scheme": signature_scheme}
-            _same_as(existing, asked, credentials, secret if own_secret else None)
+            _same_as(existing, health.url, asked, credentials, secret if own_secret else None)
             return existing, None
         quotas.subscriptions(topic.owner)
         if tenant is not None:
@@ -198,7 +207,7 @@ def subscription_create(
     return subscription, subscription.secret
 
 
-def _same_as(existing: Subscription, asked: dict, options: dict, own_secret: str | None) -> None:
+def _same_as(existing: Subscription, url: str, asked: dict, options: dict, own_secret: str | None) -> None:
     """A subscribe of an endpoint already subscribed to the topic: a 409 naming what it asks for differently (what
     it leaves out, None, is not a difference)."""
     asked_as_stored = {"delivery_policy": asked["delivery_policy"] or None,
@@ -213,7 +222,7 @@ def _same_as(existing: Subscription, asked: dict, options: dict, own_secret: str
     if different:
         path = reverse("herald:subscription-detail", args=[existing.id])
         raise ApplicationError(
-            f"{existing.endpoint.url} is already subscribed to this topic (subscription {existing.id}) with a "
+            f"{url} is already subscribed to this topic (subscription {existing.id}) with a "
             f"different {' and '.join(different)}; change it with PATCH {path}.", field="endpoint", status_code=409)
 
 
@@ -240,10 +249,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     subscription is `pending_confirmation` again and the handshake goes to the new endpoint; until it confirms,
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
-    unknown = sorted(set(changes) - set(subscription_rules.UPDATABLE))
-    if unknown:
-        raise ApplicationError(f"not an option of a subscription one can change: {', '.join(unknown)}",
-                               field=unknown[0])
+    options_only(changes, subscription_rules.UPDATABLE)
     changes = checked_options(changes, subscription, now=now)
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:

@@ -32,6 +32,11 @@ class Cursors:
         self.after_endpoint: dict[tuple[int, int], int] = {}
         self.turns = itertools.count()
 
+    def turn(self, rows: list) -> int:
+        """Which owner goes first in this claim: the next one for a claim that takes rows (an empty claim moves no
+        owner's turn, or empty and full claims alternating would put the same owner first every time)."""
+        return next(self.turns) if rows else 0
+
 
 CURSORS = Cursors()
 
@@ -50,7 +55,7 @@ def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
         due = [DueRow(*row[:5], row[5] or OWN) for row in rows]
-        return claim_turns.in_turn(due, next(CURSORS.turns)), len(rows) == count * 4
+        return claim_turns.in_turn(due, CURSORS.turn(due)), len(rows) == count * 4
     # Which shares have due work: an index walk with nothing to sort, outside the block below, so that a look that
     # finds nothing stays one statement.
     wanting = shares_with_due_work(now)
@@ -100,7 +105,7 @@ def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares:
     if share_room is not None:
         rows, trimmed = claim_turns.within_rooms(rows, granted)
         more = more or trimmed or without_room
-    return claim_turns.in_turn(rows, next(CURSORS.turns)), more
+    return claim_turns.in_turn(rows, CURSORS.turn(rows)), more
 
 
 def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[int], int]]:

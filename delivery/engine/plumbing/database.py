@@ -21,7 +21,6 @@ prepare_threshold.)
 import logging
 from contextlib import contextmanager, nullcontext
 from datetime import UTC
-from importlib import import_module
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import (
@@ -33,16 +32,10 @@ from django.db.models import (
 log = logging.getLogger(__name__)
 
 
-def _optional(name: str):
-    """A module, or None where it cannot be imported: psycopg (3 or 2) is the `postgres` extra, and a project on
-    SQLite runs without it."""
-    try:
-        return import_module(name)
-    except ImportError:
-        return None
-
-
-psycopg_any = _optional("django.db.backends.postgresql.psycopg_any")
+try:  # psycopg (3 or 2) is the `postgres` extra: a project on SQLite runs without it
+    from django.db.backends.postgresql import psycopg_any
+except ImportError:
+    psycopg_any = None
 # psycopg's own (C) loader of a timestamptz in text, when psycopg 3 is installed
 PSYCOPG3 = psycopg_any is not None and psycopg_any.is_psycopg3
 TIMESTAMPTZ = psycopg_any.adapters.types["timestamptz"].oid if PSYCOPG3 else None

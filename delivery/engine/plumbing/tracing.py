@@ -1,14 +1,14 @@
 """OpenTelemetry traces, optional: `pip install herald-webhooks[otel]`, configured by the standard `OTEL_*`
 variables, nothing done when off.
 
-On when, at start-up (tracing_setup.configure, called as the app is ready):
+On when, at start-up (`configure`, called as the app is ready, then tracing_setup.py when an exporter is asked for):
 - a host project has installed its own tracer provider (its Django instrumentation, `opentelemetry-instrument`):
   Herald's spans go there, joined to the request that published; or
 - `OTEL_TRACES_EXPORTER` names an exporter (`otlp`, `console`): Herald sets up the SDK's provider with it (service
   name `OTEL_SERVICE_NAME`, default `herald`; endpoint, headers, sampler and batching from their own `OTEL_*`
   variables; OTLP over HTTP with protobuf).
 `OTEL_SDK_DISABLED=true` turns it off whatever else is set. Off (the default), every function here returns at its
-first line and no span, context or header is made.
+first line and no span, context or header is made; the SDK and its exporter are not even imported.
 
 Tracing never fails what it traces: every function here catches its own errors (a bug, a host's span processor
 that raises), logs them (once a minute at most) and behaves as if tracing were off for that call.
@@ -23,6 +23,7 @@ however much later and wherever the try happens: the message stores the publish'
 
 import functools
 import logging
+import os
 import time
 from contextlib import nullcontext
 
@@ -96,6 +97,33 @@ class _Contained:
 
 def on() -> bool:
     return _state["tracer"] is not None
+
+
+def _setting(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def configure() -> list[str]:
+    """Decide once per process whether spans are made (see the module's text): with a host project's own provider,
+    at once. Returns the exporters the OTEL_* variables ask Herald to set up the SDK's provider with
+    (tracing_setup.py, imported only then: the SDK costs every process ~0.2 s and ~260 modules), else []. Never
+    raises: a broken set-up is logged and tracing stays off."""
+    if on() or trace is None or _setting("OTEL_SDK_DISABLED").lower() == "true":
+        return []
+    try:
+        current = trace.get_tracer_provider()
+        if not isinstance(current, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            start(current)  # the host project's own provider
+            return []
+    except Exception:
+        log.exception("tracing could not be set up; it stays off")
+        return []
+    names = [name.strip() for name in _setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
+    names = [name for name in names if name != "none"]
+    if not names and (_setting("OTEL_EXPORTER_OTLP_ENDPOINT") or _setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but OTEL_TRACES_EXPORTER is not: tracing is off "
+                    "(set OTEL_TRACES_EXPORTER=otlp to turn it on)")
+    return names
 
 
 def start(provider) -> None:

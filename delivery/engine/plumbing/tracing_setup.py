@@ -1,24 +1,26 @@
-"""Turning tracing on, once per process as the app is ready (engine/plumbing/tracing.py makes the spans): with a
-host project's own tracer provider when it installed one, else with the SDK's, set up from the standard OTEL_*
-variables when they name an exporter (`otlp` over HTTP with protobuf, or `console`). Never raises: a broken set-up
-is logged and tracing stays off.
+"""The SDK's tracer provider, set up from the standard OTEL_* variables when they name an exporter (`otlp` over HTTP
+with protobuf, or `console`): imported by the app's ready() only then (tracing.configure decides), so a process
+that does not export never imports the SDK. Never raises: a broken set-up is logged and tracing stays off.
 """
 
 import logging
 import os
 
 from delivery.engine.plumbing import tracing
-from delivery.engine.plumbing.tracing import trace
 
-try:  # the SDK and its OTLP exporter: the `otel` extra, used when the OTEL_* variables ask Herald to export
+_IMPORT_PROBLEM = [""]
+try:  # the SDK and its OTLP exporter: the `otel` extra (a broken install, a protobuf clash, is tracing's problem)
     from opentelemetry.sdk import resources as sdk_resources
     from opentelemetry.sdk import trace as sdk
     from opentelemetry.sdk.trace import export as sdk_export
 except ImportError:
     sdk = sdk_resources = sdk_export = None
+except Exception as exc:  # noqa: BLE001 (whatever a half-installed package raises: tracing's problem alone)
+    sdk = sdk_resources = sdk_export = None
+    _IMPORT_PROBLEM[0] = f"{type(exc).__name__}: {exc}"[:200]
 try:
     from opentelemetry.exporter.otlp.proto.http import trace_exporter as otlp
-except ImportError:
+except Exception:  # noqa: BLE001
     otlp = None
 
 log = logging.getLogger(__name__)
@@ -28,27 +30,15 @@ def _setting(name: str) -> str:
     return os.environ.get(name, "").strip()
 
 
-def configure() -> None:
-    """Decide once per process whether spans are made (see the module's text), and set up the SDK's provider
-    when the OTEL_* variables ask Herald to. Never raises: a broken set-up is logged and tracing stays off."""
-    if tracing.on() or trace is None or _setting("OTEL_SDK_DISABLED").lower() == "true":
+def start_sdk(names: list[str]) -> None:
+    """Set up the SDK's provider with the exporters `names` (tracing.configure's answer). Never raises: a broken
+    set-up, the SDK missing or failing to import, is logged and tracing stays off."""
+    if sdk is None:
+        found = f"could not be imported ({_IMPORT_PROBLEM[0]})" if _IMPORT_PROBLEM[0] else "is not installed"
+        log.warning("OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK %s; tracing is off "
+                    "(pip install herald-webhooks[otel])", found)
         return
     try:
-        current = trace.get_tracer_provider()
-        if not isinstance(current, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-            tracing.start(current)  # the host project's own provider
-            return
-        names = [name.strip() for name in _setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
-        names = [name for name in names if name != "none"]
-        if not names:
-            if _setting("OTEL_EXPORTER_OTLP_ENDPOINT") or _setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-                log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but OTEL_TRACES_EXPORTER is not: tracing is off "
-                            "(set OTEL_TRACES_EXPORTER=otlp to turn it on)")
-            return
-        if sdk is None:
-            log.warning("OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK is not installed; tracing is off "
-                        "(pip install herald-webhooks[otel])")
-            return
         exporters = [exporter for exporter in map(_exporter, names) if exporter is not None]
         if not exporters:
             return

@@ -86,9 +86,17 @@ def forget(delivery_ids) -> None:
         _pending.put((FORGET, list(delivery_ids)))
 
 
-def flush() -> None:
-    """Wait until every answer handed over so far is written (or its write failed)."""
-    _pending.join()
+def flush(timeout: float | None = None) -> bool:
+    """Wait until every answer handed over so far is written (or its write failed); at most `timeout` seconds when
+    given (a stopping worker does not wait on Redis for ever: what is not written is resent, at least once).
+    Whether all of it was."""
+    if timeout is None:
+        _pending.join()
+        return True
+    until = time.monotonic() + timeout
+    while _pending.unfinished_tasks and time.monotonic() < until:
+        time.sleep(0.01)
+    return not _pending.unfinished_tasks
 
 
 def start() -> None:

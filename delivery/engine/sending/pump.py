@@ -48,6 +48,7 @@ class Drain:
 
     def __init__(self, queue_name: str, transport, clock):
         self.queue_name, self.transport, self.clock = queue_name, transport, clock
+        self.per_endpoint = herald.MAX_IN_FLIGHT_PER_ENDPOINT
         self.claim_until = time.monotonic() + herald.PUMP_SECONDS
         self.sent = 0
         self.pace = Pace(queues.work_sequence(queue_name), getattr(transport, "stalls", 0))
@@ -97,7 +98,7 @@ class Drain:
             self.handshakes.update(confirmation.start_handshakes(
                 now, min(free, HANDSHAKES_PER_CLAIM), transport=self.transport,
                 start_by=time.monotonic() + herald.SEND_START_WINDOW_SECONDS))
-        taken, more = claim_and_start(self.futures, self.probes, min(free, batch), herald.MAX_IN_FLIGHT_PER_ENDPOINT,
+        taken, more = claim_and_start(self.futures, self.probes, min(free, batch), self.per_endpoint,
                                       transport=self.transport, now=now, answered=self.answered,
                                       ahead=self.answering)
         pace.claimed(moment, taken, more, batch, self.transport.pending)

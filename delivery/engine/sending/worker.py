@@ -46,14 +46,22 @@ logging.getLogger("rq.worker").addFilter(_QuietAboutRedis())
 
 
 class Companions:
-    """What a worker runs beside its jobs, started together as it begins work and stopped together as it ends: the
-    transport (its event loop's thread, sized to the process's descriptors), the journal's writer, the operators'
-    counters' tally, and the recorder of sends handed over between pumps. Stopping records what pumps handed over
-    (waiting for their answers), writes what the journal holds and adds the last tally to Redis; none of it raises."""
+    """What a worker runs beside its jobs, started together as it begins work and stopped together as it ends: its
+    heartbeat, the transport (its event loop's thread and name lookups, sized to the process's descriptors), the
+    journal's writer, the operators' counters' tally, and the recorder of sends handed over between pumps. Stopping
+    records what pumps handed over (waiting for their answers), writes what the journal holds (JOURNAL_SECONDS at
+    most), adds the last tally to Redis and closes the transport; none of it raises."""
+
+    JOURNAL_SECONDS = 5.0
+
+    def __init__(self):
+        self.beat: heartbeat.WorkerBeat | None = None
+        self.transport = None
 
     def start(self, worker_name: str) -> "Companions":
+        self.beat = heartbeat.WorkerBeat().start()  # `manage.py herald_alive --worker`
         log.info("worker %s: send budget %s", worker_name, sender.process_budget())
-        sender.transport()
+        self.transport = sender.transport()
         journal.start()
         counters.buffer()  # a tally added once a second, not a pipeline per batch
         handover.handed_over.start()
@@ -61,8 +69,15 @@ class Companions:
 
     def stop(self) -> None:
         handover.settle()  # sends a pump handed over and nothing recorded yet (never raises)
-        journal.flush()
+        if not journal.flush(timeout=self.JOURNAL_SECONDS):
+            log.warning("answers not journaled before the worker stopped; their sends may be repeated (at least once)")
         counters.flush(timeout=counters.WAIT_FOR_A_FLUSH_SECONDS)
+        try:
+            sender.close_transport()
+        except Exception:
+            log.exception("the transport did not close cleanly")
+        if self.beat is not None:
+            self.beat.stop()
 
 
 class HeraldWorker(SimpleWorker):
@@ -158,14 +173,13 @@ class HeraldWorker(SimpleWorker):
         self._max_jobs = max_jobs
         kwargs["logging_level"] = herald.RQ_LOG_LEVEL  # rqworker asks for INFO: a line per job
         self._install_signal_handlers()  # a stop asked while waiting for a dependency is a stop
-        self._beat = heartbeat.WorkerBeat().start()  # `manage.py herald_alive --worker`
         companions = Companions().start(self.name)
+        self._beat = companions.beat
         heap.settle()  # what start-up built is not the collector's to walk again (delivery/heap.py)
         try:
             return self._work_until_asked(burst, *args, max_jobs=max_jobs, **kwargs)
         finally:
             companions.stop()
-            self._beat.stop()
 
     def _work_until_asked(self, burst: bool, *args, max_jobs: int | None = None, **kwargs) -> bool:
         worked = False

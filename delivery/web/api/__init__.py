@@ -2,4 +2,4 @@
 `publishing.py` (publish and publish-batch, actions of the topics' routes), `subscriptions/` (`views.py`,
 `shapes.py`), `endpoints.py`, `messages.py`, `deliveries.py`, `policy_preview.py`, `signing_keys.py`, `tenants.py`,
 `event_types.py`, `portal_settings.py`; and what every API view shares (base, authentication, parsers, errors,
-pagination, filters, throttling, strict input, ownership, shared fields, oversized bodies, the schema pages)."""
+pagination, filters, throttling, strict input, ownership, oversized bodies, the schema pages)."""

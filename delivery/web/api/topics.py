@@ -16,8 +16,6 @@ from delivery.web.api.publishing import PublishActions
 from delivery.web.api.strict import StrictInput
 from subscriptions.models import Topic
 
-# An owner's topic by id or by name, compiled once per process: every publish asks.
-
 
 class TopicSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
     owner_tuning = ("delivery_policy", "message_retention_days")

@@ -17,7 +17,7 @@ from django.utils import timezone
 from delivery.conf import herald
 from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend
-from delivery.engine.intake import replay, test_events
+from delivery.engine.intake import replay, trial_events
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import health
 from delivery.web import selectors
@@ -97,7 +97,7 @@ ACTIONS: dict[str, Action] = {
                     done="Paused: new events are held until you resume."),
     "resume": Action(on_subscription(recovery.subscription_resume), done="Resumed."),
     "rotate": Action(on_subscription(signing_secrets.subscription_rotate_secret), shows=_new_secret),
-    "test": Action(on_subscription(test_events.test_event), done="A test event is on its way."),
+    "test": Action(on_subscription(trial_events.test_event), done="A test event is on its way."),
     "delete": Action(on_subscription(removal.subscription_delete),  # a 409 while it is being sent to
                      done="Endpoint removed.", home=True, asks_first=_removal_question),
     "replay": Action(_replay, done="Replay started."),

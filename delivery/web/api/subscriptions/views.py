@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
 from delivery.engine.accounts.confirmation import confirmation_resend, subscription_confirm
-from delivery.engine.intake import replay, test_events
+from delivery.engine.intake import replay, trial_events
 from delivery.models import Delivery
 from delivery.rules import subscription_rules
 from delivery.rules.vocabulary import DeliveryStatus
@@ -186,7 +186,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     def test(self, request, pk=None):
         """Send this subscription alone a test event (`herald.test`, a small example payload), recorded like any
         delivery; a few per hour (HERALD_MAX_TEST_EVENTS_PER_HOUR)."""
-        delivery = test_events.test_event(subscription=self.get_object())
+        delivery = trial_events.test_event(subscription=self.get_object())
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: None})

@@ -40,6 +40,11 @@ def test_the_service_refuses_what_is_no_option(django_user_model):
         with pytest.raises(ApplicationError) as refused:
             subscription_update(subscription=subscription, **{name: value})
         assert (refused.value.field, str(refused.value)) == (
-            name, f"not an option of a subscription one can change: {name}")
+            name, f"not an option of a subscription one can set: {name}")
     assert Subscription.objects.get().status == subscription.status
     assert subscription_update(subscription=subscription, max_events_per_batch=5).max_events_per_batch == 5
+    with pytest.raises(ApplicationError) as refused:
+        subscription_create(topic=topic, endpoint="http://127.0.0.1:9/other", keys_id="x", status="confirmed")
+    assert (refused.value.field, str(refused.value)) == (
+        "keys_id", "not an option of a subscription one can set: keys_id, status")
+    assert Subscription.objects.count() == 1

@@ -61,3 +61,10 @@ def test_the_lists_actions_record_the_operator_and_say_how_many(admin_client, ad
     assert shown_messages(enabled) == [("success", "Enabled 1 endpoint(s).")]
     assert list(endpoint.transitions.order_by("id").values_list("to_state", "reason", "actor")) == [
         ("frozen", "frozen by hand", admin_user.id), ("active", "enabled by hand", admin_user.id)]
+
+
+def test_no_endpoint_and_no_subscription_is_added_by_hand(admin_client):
+    """An endpoint comes with its subscription, and a subscription through the API or Python (its URL checked and
+    confirmed): the console has no add page for either."""
+    assert admin_client.get(f"{ENDPOINTS}add/").status_code == 403
+    assert admin_client.get("/admin/herald_subscriptions/subscription/add/").status_code == 403
