@@ -28,6 +28,15 @@ class ServiceForm(forms.ModelForm):
     def create(self, changes: dict):
         raise NotImplementedError(f"{type(self).__name__} does not create rows")
 
+    @staticmethod
+    def new_only(made: tuple, field: str, refusal) -> object:
+        """A service's (row, created) for the add page: the row, or a refusal naming `field` (`refusal(row)`, the
+        words) when the service found it existing, which the API answers with the row itself."""
+        row, created = made
+        if not created:
+            raise ApplicationError(refusal(row), field=field)
+        return row
+
     def changes(self) -> dict:
         """What the form changed (everything it holds, for a new row)."""
         names = self.changed_data if self.instance.pk else list(self.cleaned_data)

@@ -24,11 +24,8 @@ class TenantForm(ServiceForm):
         fields = ["owner", "external_id", "name", "metadata"]
 
     def create(self, changes):
-        tenant, created = tenancy.tenant_create(**changes)
-        if not created:
-            raise ApplicationError(f"{tenant.owner} already has a tenant {tenant.external_id!r}.",
-                                   field="external_id")
-        return tenant
+        return self.new_only(tenancy.tenant_create(**changes), "external_id",
+                             lambda tenant: f"{tenant.owner} already has a tenant {tenant.external_id!r}.")
 
     def write(self, stored, changes):
         return tenancy.tenant_update(tenant=stored, **changes)

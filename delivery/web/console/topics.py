@@ -4,7 +4,6 @@ through the service the API calls (console/service_forms.py), and deleted throug
 from django.contrib import admin
 
 from delivery.engine.accounts import removal, subscribing
-from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state.effective import policy_for
 from delivery.rules.policy import PolicyError
 from delivery.web.console.deletes import ServiceDeletes
@@ -18,10 +17,8 @@ class TopicForm(ServiceForm):
     every error named, nothing stored."""
 
     def create(self, changes):
-        topic, created = subscribing.topic_create(**changes)
-        if not created:
-            raise ApplicationError(f"{topic.owner} already has a topic named {topic.name!r}.", field="name")
-        return topic
+        return self.new_only(subscribing.topic_create(**changes), "name",
+                             lambda topic: f"{topic.owner} already has a topic named {topic.name!r}.")
 
     def write(self, stored, changes):
         return subscribing.topic_update(topic=stored, **changes)

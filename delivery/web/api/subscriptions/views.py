@@ -108,11 +108,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], serializer_class=RedriveSerializer)
     def redrive(self, request, pk=None):
         """Re-queue the subscription's dead letters with a fresh attempt budget."""
-        subscription = self.get_object()  # not yours: 404 before anything about the body
-        serializer = RedriveSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        count = recovery.subscription_redrive(subscription=subscription, **serializer.validated_data)
-        return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
+        return self._counted(RedriveSerializer, recovery.subscription_redrive)
 
     @extend_schema(request=ReplaySerializer, responses={202: ReplayCreatedSerializer})
     @action(detail=True, methods=["post"], serializer_class=ReplaySerializer)
@@ -131,10 +127,14 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], serializer_class=RecoverSerializer)
     def recover(self, request, pk=None):
         """Resend everything that failed (dead-lettered or dropped) for messages published since a time."""
-        subscription = self.get_object()
-        serializer = RecoverSerializer(data=request.data)
+        return self._counted(RecoverSerializer, recovery.subscription_recover)
+
+    def _counted(self, shape, service) -> Response:
+        """An action that takes a body and answers how many deliveries `service` queued (202)."""
+        subscription = self.get_object()  # not yours: 404 before anything about the body
+        serializer = shape(data=self.request.data)
         serializer.is_valid(raise_exception=True)
-        count = recovery.subscription_recover(subscription=subscription, **serializer.validated_data)
+        count = service(subscription=subscription, **serializer.validated_data)
         return Response({"count": count}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: SubscriptionSerializer})

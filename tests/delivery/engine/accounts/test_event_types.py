@@ -9,6 +9,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.catalog_entry import MAX_DESCRIPTION_CHARS
 from subscriptions.models import EventType, Subscription
 from tests.delivery.web.api.shop import shop as shop_fixture
+from tests.delivery.web.api.shop import tenant_chooses
 
 pytestmark = pytest.mark.django_db
 shop = shop_fixture  # the tenants' fixture, shared
@@ -51,10 +52,7 @@ def chosen(shop):
     api = shop["api"]
     made = {name: api.post("/api/event-types/", {"name": name}, format="json").json()
             for name in ("order.created", "order.shipped")}
-    sub = shop["acme"]["subscription"]["id"]
-    chose = shop["acme"]["client"].patch(f"/api/subscriptions/{sub}/", {"event_types": ["order.created"]},
-                                         format="json")
-    assert chose.status_code == 200, chose.content
+    tenant_chooses(shop, "acme", "order.created")
     return made
 
 

@@ -42,3 +42,11 @@ def shop(api, user, redis_conn):
 def receivers_of(message_id) -> set[str]:
     return {url.rsplit("/", 1)[-1] if "/own/" not in url else "own"
             for url in Delivery.objects.filter(message_id=message_id).values_list("endpoint__url", flat=True)}
+
+
+def tenant_chooses(shop, tenant: str, *event_types: str) -> None:
+    """`tenant`'s subscription in the shop chooses these event types of its owner's catalog (through its own key)."""
+    sub = shop[tenant]["subscription"]["id"]
+    chose = shop[tenant]["client"].patch(f"/api/subscriptions/{sub}/", {"event_types": list(event_types)},
+                                         format="json")
+    assert chose.status_code == 200, chose.content

@@ -6,6 +6,7 @@ import pytest
 from delivery.engine.accounts import event_types
 from subscriptions.models import EventType
 from tests.delivery.web.api.shop import shop as shop_fixture
+from tests.delivery.web.api.shop import tenant_chooses
 from tests.delivery.web.console.pages import form_errors, shown_messages
 
 pytestmark = pytest.mark.django_db
@@ -50,10 +51,7 @@ def test_the_owner_of_an_entry_is_read_only_once_made(admin_client, user):
 def chosen(shop, user):
     """order.created in Alice's catalog, chosen by tenant acme's subscription."""
     event_type = event_types.event_type_create(owner=user, name="order.created")
-    sub = shop["acme"]["subscription"]["id"]
-    chose = shop["acme"]["client"].patch(f"/api/subscriptions/{sub}/", {"event_types": ["order.created"]},
-                                         format="json")
-    assert chose.status_code == 200, chose.content
+    tenant_chooses(shop, "acme", "order.created")
     return event_type
 
 
