@@ -479,3 +479,85 @@ def test_delivery_builds_are_told_from_other_calls():
     source = ("Delivery(message=m)\nmodels.Delivery()\nDelivery.objects.create(x=1)\nDelivery.objects.filter(x=1)\n"
               "lifecycle.new_delivery(m)\nDelivery.objects.bulk_create(rows)\nDeliveryStatus('pending')\n")
     assert delivery_builds(source) == ["1: Delivery", "2: models.Delivery", "3: Delivery.objects.create"]
+
+
+# What a module keeps between calls, in the process: each is named here with what it is. A cache (what can be
+# made again from the database or the code, so that forgetting it costs time only), or the process's one of
+# something (its transport, its journal writer, its tally). A new one is added here with its reason, or is an
+# argument instead. Django's own module-level names (URL patterns, a template library, signals) are not state.
+PROCESS_STATE = {
+    "delivery.conf:herald": "the settings, read through Django's",
+    "delivery.engine.accounts.catalog:_compiled": "cache: compiled JSON Schemas, bounded",
+    "delivery.engine.claiming.throttle:_script": "cache: the registered Lua script",
+    "delivery.engine.intake.fanout:_decoded": "cache: decoded payloads of the message being fanned out",
+    "delivery.engine.intake.publishing:capturing": "context: events captured by a test (delivery.testing)",
+    "delivery.engine.plumbing.availability:_down_since": "the process's view of its dependencies (logged once)",
+    "delivery.engine.plumbing.availability:_lock": "guards _down_since",
+    "delivery.engine.plumbing.clock:_lock": "guards the database clock's measured offset",
+    "delivery.engine.plumbing.clock:_next_measure": "cache: when the database clock is measured again",
+    "delivery.engine.plumbing.clock:_offset": "cache: the database clock's offset",
+    "delivery.engine.plumbing.counters:_pending": "the process's tally, added to Redis once a second",
+    "delivery.engine.plumbing.counters:_lock": "guards the tally",
+    "delivery.engine.plumbing.counters:_flushing": "one flush at a time",
+    "delivery.engine.plumbing.counters:_state": "whether the process buffers, its flusher thread",
+    "delivery.engine.plumbing.counters:_wake": "ends the flusher's wait",
+    "delivery.engine.plumbing.redis_link:_clients": "cache: the process's Redis clients",
+    "delivery.engine.plumbing.redis_link:_lock": "guards _clients",
+    "delivery.engine.plumbing.shortcuts:_templates": "cache: DRF fields built once per thread",
+    "delivery.engine.plumbing.tracing:_state": "the process's tracer, once configured",
+    "delivery.engine.plumbing.tracing:_complained": "when each tracing failure was last logged (once a minute)",
+    "delivery.engine.sending.handover:handed_over": "the process's sends handed over between its pumps",
+    "delivery.engine.sending.journal:_pending": "the journal writer's queue",
+    "delivery.engine.sending.journal:_failing": "whether the last journal write failed (send cautiously)",
+    "delivery.engine.sending.journal:_writer": "the process's journal writer thread",
+    "delivery.engine.sending.journal:_writer_lock": "guards _writer",
+    "delivery.engine.sending.oauth:_local": "cache: tokens per event loop",
+    "delivery.engine.sending.pump:stopping": "the worker asked to stop (a signal handler sets it)",
+    "delivery.engine.sending.recording:_rng": "the retry jitter's randomness",
+    "delivery.engine.state.announce:_tenant_ids": "cache: tenants' external ids for operational events",
+    "delivery.redaction:_classes": "the logging classes whose records are redacted",
+    "delivery.rules.filters.matching:_shapes": "cache: compiled filter policies, bounded",
+    "delivery.rules.schema_budget:_meter": "context: the schema budget of the request being checked",
+    "delivery.rules.schema_budget:_keys_of": "cache: a schema's keys, bounded",
+    "delivery.rules.schema_budget:_regexes": "cache: compiled patterns, bounded",
+    "delivery.rules.schema_budget:_short": "a reprlib.Repr for error words",
+    "delivery.transport.sender:_transport": "the process's transport",
+    "delivery.transport.sender:_transport_lock": "guards _transport",
+    "delivery.web.probes:_migrated": "cache: the migrations once applied",
+}
+DJANGO_NAMES = {"urlpatterns", "router", "docs", "app_name", "register", "__all__", "application"}
+MUTABLE_CALLS = {"dict", "list", "set", "Counter", "defaultdict", "deque", "OrderedDict", "local", "Queue", "count",
+                 "Lock", "RLock", "Event", "ContextVar", "SystemRandom", "Repr"}
+
+
+def module_state(name: str, source: str) -> set[str]:
+    """`module:name` of what a module keeps between calls: a lower-case module-level name bound to a container, a
+    lock, an object or a value a function rebinds (`global`)."""
+    tree, found = ast.parse(source), set()
+    rebound = {target for node in ast.walk(tree) if isinstance(node, ast.Global) for target in node.names}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else []
+        for target in targets:
+            if not isinstance(target, ast.Name) or target.id.isupper() or target.id in DJANGO_NAMES:
+                continue
+            value = node.value
+            called = value.func.attr if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) else (
+                value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else "")
+            if (isinstance(value, ast.Dict | ast.List | ast.Set) or called in MUTABLE_CALLS
+                    or called[:1].isupper() or target.id in rebound):
+                found.add(f"{name}:{target.id}")
+    return found
+
+
+def test_what_a_module_keeps_between_calls_is_named_with_what_it_is():
+    kept = {state for name, path in MODULES.items() if not name.endswith(".signals") and "templatetags" not in name
+            for state in module_state(name, path.read_text())}
+    assert sorted(kept - set(PROCESS_STATE)) == []  # new: name it above with what it is, or pass it in
+    assert sorted(set(PROCESS_STATE) - kept) == []  # gone: take it off the list
+
+
+def test_module_state_is_told_from_constants():
+    source = ("_cache = {}\nLIMITS = {'a': 1}\n_lock = threading.Lock()\nlog = logging.getLogger(__name__)\n"
+              "_n = 0\n\ndef bump():\n    global _n\n    _n += 1\nurlpatterns = []\nregistry: dict = {}\n")
+    assert module_state("m", source) == {"m:_cache", "m:_lock", "m:_n", "m:registry"}
