@@ -3,6 +3,7 @@ confirmations are bounded, each refusal names its setting, the time-bound ones s
 Retry-After), and another owner is not affected. Time is passed in where the quota counts it."""
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -163,3 +164,13 @@ def test_the_handshake_allowance_is_the_clock_hours(api, settings, redis_conn):
         quotas.handshake(subscription, before_the_hour + timedelta(seconds=30))
     assert (refused.value.status_code, refused.value.retry_after) == (429, 30)
     quotas.handshake(subscription, datetime(2026, 11, 28, 10, 0, 0, tzinfo=UTC))  # the next hour's own allowance
+
+
+def test_a_resends_count_keeps_its_redis_key_across_releases():
+    """Counts already in Redis go on counting after an upgrade: the key's text is the one earlier releases wrote
+    (the owner's own subscriptions tenant 0, a tenant's its id, the clock hour since the epoch)."""
+    at = datetime(2026, 11, 28, 10, 30, tzinfo=UTC)
+    own = SimpleNamespace(topic=SimpleNamespace(owner_id=7), tenant_id=None)
+    tenants = SimpleNamespace(topic=SimpleNamespace(owner_id=7), tenant_id=12)
+    assert quotas._resend_key(own, at) == "herald:quota:resend:owner:7:0:498850"
+    assert quotas._resend_key(tenants, at) == "herald:quota:resend:owner:7:12:498850"
