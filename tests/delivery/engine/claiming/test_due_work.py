@@ -178,3 +178,11 @@ def test_the_cursors_go_on_after_the_last_share_looked_at(django_user_model, red
     assert due_work.shares_with_due_work(now) == [(ids[0], OWN), (ids[1], OWN)]
     assert due_work.CURSORS.after_share == (ids[1], OWN)
     assert due_work.shares_with_due_work(now) == [(ids[2], OWN), (ids[0], OWN)]  # then round again
+
+
+def test_an_empty_claim_moves_no_owners_turn():
+    """Empty and full claims alternating (an endpoint without room, say) would otherwise put the same owner first
+    in every full one."""
+    cursors = due_work.Cursors()
+    assert [cursors.turn(["row"]), cursors.turn([]), cursors.turn(["row"]), cursors.turn([]),
+            cursors.turn(["row"])] == [0, 0, 1, 0, 2]
