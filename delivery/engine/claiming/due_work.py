@@ -90,15 +90,17 @@ def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares:
     for top_up in range(claim_turns.TOP_UPS + 1):
         read = [DueRow(*row) for row in due_rows(now, wanted, after)]
         rows += read
+        read_of: Counter = Counter()
         for row in read:  # (each endpoint's rows come oldest first)
-            after[row.key] = (row.due_at, row.id)
-            room[row.key] -= 1
-            if row.key.share in share_left:
-                share_left[row.key.share] -= 1
+            key = row.key
+            read_of[key] += 1
+            after[key] = (row.due_at, row.id)
+            room[key] -= 1
+            if key.share in share_left:
+                share_left[key.share] -= 1
         # An endpoint that gave all that was asked may have more: what is left of `count` goes to those, each within
         # its room.
-        wanted, had_more = claim_turns.top_up(wanted, Counter(row.key for row in read), room, share_left,
-                                              count - len(rows))
+        wanted, had_more = claim_turns.top_up(wanted, read_of, room, share_left, count - len(rows))
         if not wanted or top_up == claim_turns.TOP_UPS:
             more = more or had_more
             break

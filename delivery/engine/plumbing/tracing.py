@@ -99,7 +99,8 @@ def on() -> bool:
     return _state["tracer"] is not None
 
 
-def _setting(name: str) -> str:
+def setting(name: str) -> str:
+    """An OTEL_* variable, stripped ("" when unset)."""
     return os.environ.get(name, "").strip()
 
 
@@ -108,7 +109,7 @@ def configure() -> list[str]:
     at once. Returns the exporters the OTEL_* variables ask Herald to set up the SDK's provider with
     (tracing_setup.py, imported only then: the SDK costs every process ~0.2 s and ~260 modules), else []. Never
     raises: a broken set-up is logged and tracing stays off."""
-    if on() or trace is None or _setting("OTEL_SDK_DISABLED").lower() == "true":
+    if on() or trace is None or setting("OTEL_SDK_DISABLED").lower() == "true":
         return []
     try:
         current = trace.get_tracer_provider()
@@ -118,9 +119,9 @@ def configure() -> list[str]:
     except Exception:
         log.exception("tracing could not be set up; it stays off")
         return []
-    names = [name.strip() for name in _setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
+    names = [name.strip() for name in setting("OTEL_TRACES_EXPORTER").split(",") if name.strip()]
     names = [name for name in names if name != "none"]
-    if not names and (_setting("OTEL_EXPORTER_OTLP_ENDPOINT") or _setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+    if not names and (setting("OTEL_EXPORTER_OTLP_ENDPOINT") or setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but OTEL_TRACES_EXPORTER is not: tracing is off "
                     "(set OTEL_TRACES_EXPORTER=otlp to turn it on)")
     return names

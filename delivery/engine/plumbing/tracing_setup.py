@@ -4,7 +4,6 @@ that does not export never imports the SDK. Never raises: a broken set-up is log
 """
 
 import logging
-import os
 
 from delivery.engine.plumbing import tracing
 
@@ -24,10 +23,6 @@ except Exception:  # noqa: BLE001
     otlp = None
 
 log = logging.getLogger(__name__)
-
-
-def _setting(name: str) -> str:
-    return os.environ.get(name, "").strip()
 
 
 def start_sdk(names: list[str]) -> None:
@@ -62,7 +57,7 @@ def _exporter(name: str):
     if name != "otlp":
         log.warning("OTEL_TRACES_EXPORTER=%s: Herald knows otlp and console; %s is left out", name, name)
         return None
-    protocol = _setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _setting("OTEL_EXPORTER_OTLP_PROTOCOL")
+    protocol = tracing.setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or tracing.setting("OTEL_EXPORTER_OTLP_PROTOCOL")
     if protocol not in ("", "http/protobuf"):
         # gRPC channels do not survive gunicorn's fork of its workers after the app is loaded; OTLP/JSON is not
         # in the Python exporter. Collectors take OTLP/HTTP with protobuf on port 4318.
