@@ -75,6 +75,13 @@ DEFAULTS: dict[str, object] = {
     "DNS_THREADS": 8,
     "DNS_TIMEOUT_SECONDS": 5.0,
     "DNS_CACHE_SECONDS": 30.0,
+    # Transformations (docs/transformations.md): the worker's threads that run them, divided in shares; each call's
+    # time and memory; the largest code a subscription may save and the largest webhook a handler may return.
+    "TRANSFORM_THREADS": 2,
+    "TRANSFORM_TIMEOUT_MS": 50,
+    "TRANSFORM_MEMORY_MB": 64,
+    "TRANSFORM_CODE_MAX_BYTES": 65_536,
+    "TRANSFORM_OUTPUT_MAX_BYTES": 262_144,
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
     "CA_BUNDLE": "",

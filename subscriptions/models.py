@@ -72,6 +72,8 @@ class Portal(models.Model):
     logo_url = models.URLField(max_length=2048, blank=True, default="")
     colour = models.CharField(max_length=7, blank=True, default="", validators=[RegexValidator(
         r"^#[0-9A-Fa-f]{6}\Z", "A colour as #rrggbb.")])
+    allow_transformations = models.BooleanField(default=False, db_default=False, help_text=(
+        "Tenants may write transformations for their endpoints in the portal (docs/transformations.md)."))
     frame_ancestors = models.JSONField(default=list, blank=True, help_text=(
         "Origins that may show the portal in an iframe (CSP frame-ancestors), e.g. [\"https://app.example.com\"]; "
         "empty: none."))
@@ -199,6 +201,9 @@ class Subscription(models.Model):
         "Up to 10 extra request headers: {name, value} or {name, from_attribute}; secret values are stored "
         "encrypted and never shown again (docs/delivery-headers.md)."))
     raw_message_delivery = models.BooleanField(default=False)
+    transformation = models.JSONField(null=True, blank=True, help_text=(
+        "{code, enabled}: JavaScript defining handler(webhook), run before each send to change the payload or the "
+        "method, or to cancel it (docs/transformations.md)."))
     send_trace_context = models.BooleanField(default=True, db_default=True, help_text=(
         "With tracing on, each request carries a W3C traceparent header that continues the publish's trace "
         "(docs/operators.md, \"Tracing\"); off: no trace header goes to this endpoint."))

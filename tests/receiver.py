@@ -15,6 +15,7 @@ class Received:
     path: str
     headers: dict
     body: bytes
+    method: str = "POST"
 
     def json(self):
         return json.loads(self.body)
@@ -54,7 +55,8 @@ class Receiver:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
-                received = Received(time.time(), self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                received = Received(time.time(), self.path, {k.lower(): v for k, v in self.headers.items()}, body,
+                                    self.command)
                 reply = receiver.reply_for(received)
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -66,6 +68,7 @@ class Receiver:
                 self.wfile.write(reply.body)
 
             do_GET = do_POST  # a page a browser opens: the shop's own app, in the portal's browser tests
+            do_PUT = do_POST  # a transformation's method
 
             def log_message(self, *args):
                 pass

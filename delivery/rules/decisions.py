@@ -8,7 +8,9 @@ from email.utils import parsedate_to_datetime
 from delivery.rules.policy import RETRY_AFTER_CAP_SECONDS, DeliveryPolicy
 from delivery.rules.vocabulary import Action, AttemptOutcome, DeadLetterReason, ErrorClass
 
-SUCCEED, RETRY, DEAD_LETTER, DROP = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP
+SUCCEED, RETRY, DEAD_LETTER, DROP, CANCEL = Action.SUCCEED, Action.RETRY, Action.DEAD_LETTER, Action.DROP, Action.CANCEL
+# Tries the subscription's transformation ended before a request: not the endpoint's answer and not retried.
+TRANSFORMED_AWAY = frozenset({ErrorClass.TRANSFORMATION_FAILED, ErrorClass.CANCELLED})
 # Answers whose Retry-After is honoured (within the policy's bounds and at most RETRY_AFTER_CAP_SECONDS): Standard
 # Webhooks' sender rules treat 429, 502 and 504 as the receiver asking to be throttled, and name 503's Retry-After.
 THROTTLING_STATUSES = frozenset({429, 502, 503, 504})
@@ -76,6 +78,11 @@ def decide(
 ) -> Decision:
     """Decide after attempt `attempt_number` (1-based) came back with `answer` at `now`."""
     status = answer.status
+    if answer.error_class == ErrorClass.CANCELLED:
+        return Decision(action=CANCEL, attempt_outcome=AttemptOutcome.CANCELLED, reason=DeadLetterReason.CANCELLED,
+                        counted=False)
+    if answer.error_class == ErrorClass.TRANSFORMATION_FAILED:  # deterministic: another try would fail the same way
+        return give_up(policy, DeadLetterReason.TRANSFORMATION_FAILED, AttemptOutcome.PERMANENT_FAILURE)
     if answer.error_class == ErrorClass.CUT_SHORT:
         return ended_by_herald(policy, attempt_number=attempt_number, published_at=published_at, now=now, rng=rng)
     if status is not None and 200 <= status < 300:

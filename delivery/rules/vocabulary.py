@@ -16,11 +16,12 @@ class DeliveryStatus(StrEnum):
     SUCCEEDED = "succeeded"
     DEAD_LETTERED = "dead_lettered"
     DROPPED = "dropped"  # exhausted with `redrivePolicy.deadLetter: false`
+    CANCELLED = "cancelled"  # its subscription's transformation cancelled it: ended without a request
 
 
 TEST_EVENT_TYPE = "herald.test"  # a test event's type: sent to one subscription by hand, left out of replays
 
-TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED)
+TERMINAL = (DeliveryStatus.SUCCEEDED, DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED, DeliveryStatus.CANCELLED)
 UNFINISHED = (DeliveryStatus.PENDING, DeliveryStatus.IN_FLIGHT, DeliveryStatus.WAITING)
 
 
@@ -43,6 +44,8 @@ class DeadLetterReason(StrEnum):
     TTL_EXPIRED = "ttl_expired"
     PERMANENT_FAILURE = "permanent_failure"
     ENDPOINT_FROZEN = "endpoint_frozen"
+    TRANSFORMATION_FAILED = "transformation_failed"  # its subscription's transformation failed: not retried
+    CANCELLED = "cancelled"  # its subscription's transformation cancelled it
     MANUAL = "manual"
 
 
@@ -53,12 +56,14 @@ class Action(StrEnum):
     RETRY = "retry"
     DEAD_LETTER = "dead_letter"
     DROP = "drop"
+    CANCEL = "cancel"  # its transformation cancelled it: ended, no request
 
 
 class AttemptOutcome(StrEnum):
     SUCCESS = "success"
     RETRYABLE_FAILURE = "retryable_failure"
     PERMANENT_FAILURE = "permanent_failure"
+    CANCELLED = "cancelled"  # the subscription's transformation cancelled it: nothing was sent
 
 
 class ErrorClass(StrEnum):
@@ -75,6 +80,8 @@ class ErrorClass(StrEnum):
     TOKEN = "token"  # no OAuth2 access token could be obtained from the subscription's token URL; nothing was sent
     INTERNAL = "internal"  # Herald failed before sending
     CUT_SHORT = "cut_short"  # Herald ended the send (its share held the most stalled sends): not the endpoint's fault
+    TRANSFORMATION_FAILED = "transformation_failed"  # the subscription's transformation failed; nothing was sent
+    CANCELLED = "cancelled"  # the subscription's transformation cancelled the send; nothing was sent
 
 
 class AttemptQueue(StrEnum):

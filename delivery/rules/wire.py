@@ -7,6 +7,7 @@ Always the Standard Webhooks headers and Herald's own.
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from urllib.parse import quote
@@ -42,15 +43,31 @@ class Envelope:
 
 
 @dataclass(frozen=True)
+class Rendering:
+    """What the transport runs before a send (transport/transforms.py): `steps`, (name, JavaScript code) in order,
+    each turning the webhook (`event_type`, `payload`) as the one before left it; then `finish(payload, method)`
+    builds the signed request to send."""
+
+    event_type: str
+    payload: object
+    steps: tuple[tuple[str, str], ...]
+    now_ms: int  # what the code's clock says: the event's publish time
+    finish: Callable[[object, str], "OutgoingRequest"] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class OutgoingRequest:
     url: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"  # PUT when a transformation says so
     client_certificate: tuple[str, str] | None = field(default=None, repr=False)  # presented for mTLS
     # OAuth2 client credentials (Credentials, delivery/engine/sending/oauth.py): the transport obtains the bearer
     # token as part of the send, and renews it once after a 401; None: no Authorization header of Herald's.
     credentials: object | None = field(default=None, repr=False, compare=False)
     secret_headers: frozenset[str] = frozenset()  # delivery headers whose values are never recorded
+    # Run before the send (a transformation): the request is then the one its `finish` builds.
+    rendering: Rendering | None = field(default=None, repr=False, compare=False)
 
     @property
     def recorded_headers(self) -> dict[str, str]:
@@ -97,19 +114,35 @@ def header_value(value: str) -> str:
     return quote(value, safe="!#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
+def binary_headers(envelope: Envelope, content_type: str) -> dict[str, str]:
+    """The CloudEvents binary-mode headers of a body that is not a CloudEvent (raw delivery, a transformed body)."""
+    headers = {
+        "Content-Type": content_type,
+        "ce-specversion": "1.0",
+        "ce-id": envelope.message_id,
+        "ce-source": header_value(f"/topics/{envelope.topic_name}"),
+        "ce-type": header_value(envelope.event_type),
+        "ce-time": rfc3339(envelope.published_at),
+    }
+    if envelope.subject:
+        headers["ce-subject"] = header_value(envelope.subject)
+    return headers
+
+
+def transformed_request(envelope: Envelope, payload, method: str, *, attempt_number: int,
+                        now: datetime) -> OutgoingRequest:
+    """What a transformation's webhook sends: its payload as the JSON body (the CloudEvent's attributes in ce-*
+    headers, as raw delivery has them), signed like any request, with its method."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    request = signed(envelope, body, binary_headers(envelope, "application/json"), message_id=webhook_id(envelope),
+                     attempt_number=attempt_number, now=now)
+    return replace(request, method=method)
+
+
 def build_request(envelope: Envelope, *, attempt_number: int, now: datetime) -> OutgoingRequest:
     if envelope.raw:
         body = payload_bytes(envelope.payload, envelope.payload_is_text)
-        headers = {
-            "Content-Type": envelope.content_type or data_content_type(envelope.payload_is_text),
-            "ce-specversion": "1.0",
-            "ce-id": envelope.message_id,
-            "ce-source": header_value(f"/topics/{envelope.topic_name}"),
-            "ce-type": header_value(envelope.event_type),
-            "ce-time": rfc3339(envelope.published_at),
-        }
-        if envelope.subject:
-            headers["ce-subject"] = header_value(envelope.subject)
+        headers = binary_headers(envelope, envelope.content_type or data_content_type(envelope.payload_is_text))
     else:
         body = json.dumps(cloudevent(envelope), separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": CLOUDEVENTS_CONTENT_TYPE}

@@ -20,14 +20,13 @@ or not, so a change of HERALD_ALLOWED_NETWORKS applies at once.
 """
 
 import asyncio
-import concurrent.futures
 import contextvars
-import math
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 
 from delivery.rules import send_shares
 from delivery.transport import ssrf
+from delivery.transport.shared_threads import SharedThreads
 from delivery.transport.ssrf import Address, Unresolvable
 
 SHARE = contextvars.ContextVar("herald_lookup_share", default=send_shares.UNSHARED)
@@ -44,13 +43,14 @@ class Lookups:
 
     def __init__(self, *, threads: int, timeout: float, cache_seconds: float, resolver=None):
         self.threads, self.timeout, self.cache_seconds = threads, timeout, cache_seconds
-        self.reserve = math.ceil(threads * send_shares.RESERVE_FRACTION)  # threads kept for an owner with none running
         self.resolver = resolver or system_resolver  # (host, port) -> [addresses], blocking
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="herald-dns")
-        self.busy: Counter = Counter()  # threads working for each share (deadline passed or not)
+        self.shared = SharedThreads(threads, name="herald-dns")  # the threads, in shares
         self.cache: OrderedDict = OrderedDict()  # (host, port) -> (addresses, kept until: monotonic)
         self.running: dict = {}  # (host, port) -> the asyncio future of its lookup, shared by those who ask
-        self.freed: asyncio.Event | None = None  # set whenever a thread comes back (on the loop)
+
+    @property
+    def busy(self):
+        return self.shared.busy
 
     async def addresses(self, host: str, port: int) -> list[Address]:
         """What `host` resolves to, from the cache or a lookup within the deadline; Unresolvable otherwise."""
@@ -72,34 +72,20 @@ class Lookups:
     async def _start(self, key: tuple[str, int], share) -> asyncio.Future:
         """A thread for this lookup once the share has room for one (waiting, within the deadline, for a thread
         of its part to come back)."""
-        loop = asyncio.get_running_loop()
-        if self.freed is None:
-            self.freed = asyncio.Event()
-        while not self._room_for(share):
-            self.freed.clear()
-            await self.freed.wait()
-            if key in self.running:  # someone else started it meanwhile
-                return self.running[key]
-        self.busy[share] += 1
-        future = loop.run_in_executor(self.pool, self.resolver, *key)
+        await self.shared.wait_for_room(share)
+        if key in self.running:  # someone else started it meanwhile
+            return self.running[key]
+        future = self.shared.run(share, self.resolver, *key)
         self.running[key] = future
-        future.add_done_callback(lambda done: self._came_back(key, share, done))
+        future.add_done_callback(lambda done: self._came_back(key, done))
         return future
 
     def _room_for(self, share) -> bool:
-        """Whether `share` may start a lookup now: within its room (`send_shares.rooms`, owners first, every share
-        with a lookup running counted as wanting more), and, for a share whose owner already has one running, only
-        while the reserve stays free for an owner that has none (one owner's many tenants cannot take it)."""
-        if not send_shares.rooms([*self.busy, share], self.busy, self.threads).get(share):  # (busy: >0 only)
-            return False
-        owners_running = sum(n for key, n in self.busy.items() if key[0] == share[0])
-        return not owners_running or self.threads - sum(self.busy.values()) > self.reserve
+        """Whether `share` may start a lookup now (shared_threads.SharedThreads.room_for)."""
+        return self.shared.room_for(share)
 
-    def _came_back(self, key, share, done: asyncio.Future) -> None:
-        """On the loop: a thread is free again; its answer is kept if it is one."""
-        self.busy[share] -= 1
-        if self.busy[share] <= 0:
-            del self.busy[share]
+    def _came_back(self, key, done: asyncio.Future) -> None:
+        """On the loop: its answer is kept if it is one."""
         if self.running.get(key) is done:
             del self.running[key]
         if not done.cancelled() and done.exception() is None and self.cache_seconds > 0:
@@ -109,8 +95,6 @@ class Lookups:
                 self.cache.popitem(last=False)
         elif not done.cancelled():
             done.exception()  # retrieved: a failed lookup is its askers' error, not an unretrieved one
-        if self.freed is not None:
-            self.freed.set()
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.shared.close()

@@ -50,6 +50,8 @@ class SendResult:
     body_excerpt: str = ""
     error_class: str = ""  # an ErrorClass, or "" for a 2xx
     error_detail: str = ""
+    # What was sent when it is not the request submitted: a transformation's (transforms.py). None: that request.
+    sent: OutgoingRequest | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -148,8 +150,8 @@ async def post(session, lookups, request: OutgoingRequest, timeout: float) -> Se
                 url, netloc = await pinned(request.url, lookups)
                 headers = {**request.headers, "Host": netloc}
                 extra = {"proxy": proxy, "server_hostname": urlsplit(request.url).hostname}
-            async with session.post(
-                    url, data=request.body, headers=headers, allow_redirects=False,
+            async with session.request(
+                    request.method, url, data=request.body, headers=headers, allow_redirects=False,
                     ssl=client_ssl_context(request.client_certificate),
                     timeout=aiohttp.ClientTimeout(total=None, connect=min(timeout, CONNECT_TIMEOUT_CAP)),
                     **extra) as resp:

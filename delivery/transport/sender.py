@@ -25,6 +25,7 @@ What every send guarantees:
 import asyncio
 import concurrent.futures
 import contextvars
+import dataclasses
 import functools
 import threading
 import time
@@ -43,6 +44,7 @@ from delivery.transport.ssrf import (
     GuardedResolver,
 )
 from delivery.transport.stalls import StalledSends
+from delivery.transport.transforms import Transforms
 
 # Stalled sends a process keeps open beyond its slots, per slot: past it a send that stalls is cut short (a bound on
 # open connections, whatever number of endpoints stop answering, that never takes a slot from a fresh delivery).
@@ -78,6 +80,7 @@ class Transport:
         self._tasks: set = set()  # the sends running on the loop
         self.lookups = lookups or Lookups(threads=int(herald.DNS_THREADS), timeout=float(herald.DNS_TIMEOUT_SECONDS),
                                           cache_seconds=float(herald.DNS_CACHE_SECONDS))
+        self.transforms = Transforms(threads=int(herald.TRANSFORM_THREADS))
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(started,), name="herald-transport", daemon=True)
@@ -188,6 +191,17 @@ class Transport:
 
     async def _send(self, request, timeout, key, start_by, slot: _Slot) -> SendResult | None:
         SHARE.set(slot.share or send_shares.UNSHARED)  # whose share of the lookup threads this send's name lookup takes
+        if request.rendering is None:
+            return await self._send_as_built(request, timeout, key, start_by, slot)
+        # Its transformation first, on the transformation threads in its share; then the request it built.
+        rendered = await self.transforms.rendered(request, slot.share or send_shares.UNSHARED)
+        if isinstance(rendered, SendResult):  # cancelled, or failed: nothing to send
+            self._give_back(slot)
+            return rendered
+        result = await self._send_as_built(rendered, timeout, key, start_by, slot)
+        return result if result is None else dataclasses.replace(result, sent=rendered)
+
+    async def _send_as_built(self, request, timeout, key, start_by, slot: _Slot) -> SendResult | None:
         entry = self._endpoint_slots.setdefault(key, [asyncio.Semaphore(self.per_endpoint), 0])
         entry[1] += 1
         stall = None
@@ -244,6 +258,7 @@ class Transport:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.lookups.close()
+        self.transforms.close()
 
 
 def _answer(future: concurrent.futures.Future, task: asyncio.Task) -> None:

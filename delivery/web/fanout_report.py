@@ -67,6 +67,8 @@ def _delivery_reason(delivery: Delivery, endpoint_state: str, subscription_statu
                 + error_words(error))
     if status == DeliveryStatus.DROPPED:
         return "dropped"
+    if status == DeliveryStatus.CANCELLED:
+        return "cancelled by the subscription's transformation: nothing was sent"
     if status == DeliveryStatus.IN_FLIGHT:
         return "being sent now"
     if lifecycle.is_waiting(delivery):

@@ -2,9 +2,11 @@
 headers), batches for subscriptions that take them, and the built, signed (and OAuth2-authorized) requests. A row
 or batch whose request cannot be built fails alone, inside Herald, as an `internal` try."""
 
+import functools
 import logging
 from collections import defaultdict
 from concurrent.futures import Future
+from dataclasses import replace
 
 from delivery.conf import VERSION
 from delivery.engine.plumbing import clock
@@ -53,6 +55,30 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
     )
 
 
+def transformation_code(subscription: Subscription) -> str:
+    """The subscription's transformation, when it has one turned on ("" otherwise)."""
+    transformation = subscription.transformation
+    if not isinstance(transformation, dict) or not transformation.get("enabled", True):
+        return ""
+    code = transformation.get("code")
+    return code if isinstance(code, str) else ""
+
+
+def rendering(subscription: Subscription, envelope: wire.Envelope, request: wire.OutgoingRequest, number: int,
+              now) -> wire.Rendering:
+    """What the transport runs before sending: the subscription's handler on the message's payload, then the
+    transformed request, signed, with the OAuth2 credentials `request` carries."""
+    return wire.Rendering(event_type=envelope.event_type, payload=envelope.payload,
+                          steps=(("", transformation_code(subscription)),),
+                          now_ms=int(envelope.published_at.timestamp() * 1000),
+                          finish=functools.partial(transformed, envelope, number, now, request.credentials))
+
+
+def transformed(envelope: wire.Envelope, number: int, now, credentials, payload, method: str) -> wire.OutgoingRequest:
+    return replace(wire.transformed_request(envelope, payload, method, attempt_number=number, now=now),
+                   credentials=credentials)
+
+
 def batched(ready: list, probes: set[int]) -> tuple[list[list], dict]:
     """The requests to make: each row alone, except a batching subscription's rows (`max_events_per_batch` > 1),
     cut into batches in publish order. A probe always goes alone (a batch of one). Returns the units and the
@@ -87,12 +113,15 @@ def build_requests(units: list[list], failed: list[Tried], queue_name: str, prep
         subscription = unit[0][0].subscription
         try:
             envelopes = [prepared.get(delivery.id) or envelope(delivery, policy) for delivery, policy in unit]
+            now = clock.now()
             if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
-                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=clock.now())
+                request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=now)
             else:
-                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=clock.now())
+                request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=now)
             if oauth.configured(subscription):
                 request = oauth.authorize(request, subscription)
+            if subscription.max_events_per_batch == 1 and transformation_code(subscription):
+                request = replace(request, rendering=rendering(subscription, envelopes[0], request, numbers[0], now))
         except Exception as exc:
             log.exception("deliveries %s: their request could not be built", [d.id for d, _ in unit])
             failed.extend(recording.internal_failure(delivery, policy, exc, queue_name) for delivery, policy in unit)

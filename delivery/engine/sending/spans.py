@@ -109,7 +109,7 @@ def what_next(changes: dict) -> str:
     status = changes.get("status")
     if status == DeliveryStatus.PENDING:
         return f"retry at {changes['next_attempt_at'].isoformat()}"
-    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED):
+    if status in (DeliveryStatus.DEAD_LETTERED, DeliveryStatus.DROPPED, DeliveryStatus.CANCELLED):
         return f"{status} ({changes.get('dead_letter_reason', '')})"
     return str(status)
 

@@ -8,7 +8,7 @@ follow-ups are `lifecycle.settled`), or by a function of `lifecycle.py`, the doo
 
 from django.db.models import F
 
-from delivery.rules.decisions import DEAD_LETTER, RETRY, SUCCEED, Decision
+from delivery.rules.decisions import CANCEL, DEAD_LETTER, RETRY, SUCCEED, Decision
 from delivery.rules.vocabulary import DeliveryStatus as Status
 
 
@@ -30,7 +30,7 @@ def decided(decision: Decision, *, now) -> dict:
                 "lease_until": None}
     if decision.action == RETRY:
         return {"status": Status.PENDING, "next_attempt_at": decision.next_attempt_at, "lease_until": None}
-    status = Status.DEAD_LETTERED if decision.action == DEAD_LETTER else Status.DROPPED
+    status = {DEAD_LETTER: Status.DEAD_LETTERED, CANCEL: Status.CANCELLED}.get(decision.action, Status.DROPPED)
     return {"status": status, "dead_letter_reason": decision.reason, "next_attempt_at": None, "finished_at": now,
             "lease_until": None}
 
