@@ -523,6 +523,8 @@ PROCESS_STATE = {
     "delivery.rules.schema_budget:_short": "a reprlib.Repr for error words",
     "delivery.transport.sender:_transport": "the process's transport",
     "delivery.transport.sender:_transport_lock": "guards _transport",
+    "delivery.transport.sandbox:_callbacks": "the one loop mini-racer reports every isolate's results on",
+    "delivery.transport.sandbox:_callbacks_lock": "guards _callbacks",
     "delivery.web.probes:_migrated": "cache: the migrations once applied",
 }
 DJANGO_NAMES = {"urlpatterns", "router", "docs", "app_name", "register", "__all__", "application"}

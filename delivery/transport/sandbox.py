@@ -16,12 +16,14 @@ the error has one). Nothing raises out of `Sandbox.run`. An isolate that hit a l
 gets a new one.
 """
 
+import asyncio
 import json
 import re
+import threading
 from dataclasses import dataclass
 
-from py_mini_racer import MiniRacer
-from py_mini_racer import _exc as js_errors
+import py_mini_racer as js_errors
+from py_mini_racer import MiniRacer, mini_racer
 
 METHODS = ("POST", "PUT")
 CODE_NAME = "handler.js"  # how the tenant's code is named in stack traces (its line numbers are read from them)
@@ -144,26 +146,49 @@ def _message(text: str) -> str:
     return first[:300]
 
 
+_callbacks: asyncio.AbstractEventLoop | None = None
+_callbacks_lock = threading.Lock()
+
+
+def callback_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop (on a thread of its own) that mini-racer reports every isolate's results on. It outlives
+    the isolates, so that what an isolate thrown away after a limit still reports finds it running (a loop of each
+    isolate's own would be closed with it)."""
+    global _callbacks
+    with _callbacks_lock:
+        if _callbacks is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="herald-sandbox-callbacks", daemon=True).start()
+            _callbacks = loop
+    return _callbacks
+
+
 class Sandbox:
     """One V8 isolate with the prelude, used by one thread at a time. `run` never raises."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
         self.context: MiniRacer | None = None
+        self.opened = None  # the context manager that made `context`
 
     def _context(self) -> MiniRacer:
         if self.context is None:
-            context = MiniRacer()
-            context.set_hard_memory_limit(self.limits.memory_mb * 1024 * 1024)
-            context.eval(PRELUDE)
-            self.context = context
+            opened = mini_racer(callback_loop())
+            context = opened.__enter__()
+            try:
+                context.set_hard_memory_limit(self.limits.memory_mb * 1024 * 1024)
+                context.eval(PRELUDE)
+            except BaseException:
+                opened.__exit__(None, None, None)
+                raise
+            self.context, self.opened = context, opened
         return self.context
 
     def discard(self) -> None:
-        context, self.context = self.context, None
-        if context is not None:
+        opened, self.context, self.opened = self.opened, None, None
+        if opened is not None:
             try:
-                context.close()
+                opened.__exit__(None, None, None)
             except Exception:  # an isolate that hit a limit may not close cleanly; it is dropped either way
                 pass
 
