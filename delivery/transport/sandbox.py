@@ -63,10 +63,13 @@ PRELUDE = r"""
     const handler = factory();
     if (typeof handler !== "function") throw new TypeError("the code defines no function handler(webhook)");
     const webhook = parse(input);
+    const url = webhook.url;
     let out = handler(webhook);
     if (out === undefined) out = webhook;
     if (isPromise(out)) throw new TypeError("handler(webhook) returned a Promise: it must return the webhook itself");
     if (out === null || typeof out !== "object") throw new TypeError("handler(webhook) must return the webhook");
+    if (out.url !== url) throw new TypeError("a transformation cannot change the URL: the endpoint that " +
+                                                   "confirmed the subscription is the one that receives");
     const text = stringify({payload: out.payload, method: out.method, cancel: out.cancel});
     if (text.length > maxOutput) throw new RangeError("the webhook returned is larger than " + maxOutput + " bytes");
     return text;

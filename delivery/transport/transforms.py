@@ -30,17 +30,17 @@ def limits() -> Limits:
                   output_bytes=int(herald.TRANSFORM_OUTPUT_MAX_BYTES))
 
 
-def webhook(event_type: str, payload, method: str = "POST") -> dict:
-    """What `handler(webhook)` is given (Svix's shape)."""
-    return {"eventType": event_type, "payload": payload, "method": method, "cancel": False}
+def webhook(event_type: str, payload, method: str = "POST", url: str = "") -> dict:
+    """What `handler(webhook)` is given (Svix's shape; `url` may be read, not changed)."""
+    return {"eventType": event_type, "payload": payload, "method": method, "url": url, "cancel": False}
 
 
-def apply(sandbox: Sandbox, rendering: Rendering) -> Outcome:
+def apply(sandbox: Sandbox, rendering: Rendering, url: str = "") -> Outcome:
     """`rendering`'s steps in order on one sandbox: each down-converter, then the subscription's handler. A step
     that fails ends it, its reason naming the step."""
     current = Outcome(payload=rendering.payload, method="POST")
     for name, code in rendering.steps:
-        given = webhook(rendering.event_type, current.payload, current.method)
+        given = webhook(rendering.event_type, current.payload, current.method, url)
         current = sandbox.run(code, given, now_ms=rendering.now_ms)
         if not current.ok:
             return Outcome(error=f"{name}: {current.error}" if name else current.error, line=current.line)
@@ -65,20 +65,20 @@ class Transforms:
         self.threads = SharedThreads(threads, name="herald-transform")
         self.local = threading.local()
 
-    def _apply(self, rendering: Rendering) -> Outcome:
+    def _apply(self, rendering: Rendering, url: str) -> Outcome:
         sandbox = getattr(self.local, "sandbox", None)
         if sandbox is None or sandbox.limits != limits():
             if sandbox is not None:
                 sandbox.discard()
             sandbox = self.local.sandbox = Sandbox(limits())
-        return apply(sandbox, rendering)
+        return apply(sandbox, rendering, url)
 
     async def rendered(self, request: OutgoingRequest, share) -> OutgoingRequest | SendResult:
         """The request to send for `request` (its rendering run), or the result that ends its try without one."""
         rendering = request.rendering
         began = time.time()
         try:
-            done = await self.threads.start(share, self._apply, rendering)
+            done = await self.threads.start(share, self._apply, rendering, request.url)
             outcome = await asyncio.shield(done)
         except Exception as exc:  # the sandbox itself failed: Herald's, not the code's
             return SendResult(status=None, duration_ms=int((time.time() - began) * 1000), started_at=began,

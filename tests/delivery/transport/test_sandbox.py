@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from delivery.transport.sandbox import Limits, Sandbox, check
 
-WEBHOOK = {"eventType": "order.created", "payload": {"id": 7}, "method": "POST", "cancel": False}
+WEBHOOK = {"eventType": "order.created", "payload": {"id": 7}, "method": "POST", "url": "https://shop.example/hooks",
+           "cancel": False}
 PUBLISHED_MS = 1_764_288_000_000  # 2025-11-28T00:00:00Z
 
 
@@ -20,6 +21,10 @@ def sandbox():
 
 def run(sandbox, code, webhook=WEBHOOK):
     return sandbox.run(code, webhook, now_ms=PUBLISHED_MS)
+
+
+def test_a_handler_reads_the_url_and_may_give_it_back(sandbox):
+    assert run(sandbox, "function handler(w) { w.payload = w.url; w.url = w.url; return w; }").payload == WEBHOOK["url"]
 
 
 def test_a_handler_changes_the_payload_the_method_or_cancels(sandbox):
@@ -35,6 +40,7 @@ def test_a_handler_changes_the_payload_the_method_or_cancels(sandbox):
     ("function handler(w) { delete w.payload; return w; }", "the webhook returned has no payload"),
     ("async function handler(w) { return w; }", "returned a Promise"),
     ("function handler(w) { return 3; }", "must return the webhook"),
+    ("function handler(w) { w.url = 'https://elsewhere.example/'; return w; }", "cannot change the URL"),
     ("const x = 1;", "the code defines no function handler(webhook)"),
     ("function handler(w) { w.payload = 10n; return w; }", "BigInt"),
 ])
