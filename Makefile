@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover bench-transformations chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,10 @@ bench-tenants: install-dev
 # A PostgreSQL failover (primary crashed, replica promoted), with synchronous and asynchronous replication.
 bench-failover: install-dev
 	$(BIN)/python bench/failover.py $(BENCH_ARGS)
+
+# What a transformation costs a delivery, and the worst handler the limits allow beside a quiet owner.
+bench-transformations: install-dev
+	$(BIN)/python bench/transformations.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) herald.sqlite3 .run staticfiles
