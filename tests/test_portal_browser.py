@@ -317,3 +317,36 @@ def test_in_an_iframe_the_portal_tells_the_shops_page_its_height(live_server, br
     expect(frame).to_have_attribute("style", re.compile(rf"height: {content}px"))
     assert content > 300  # taller than an iframe's default height: the shop's page grew to fit, no inner scrollbar
     shot(page, "portal-11-framed")
+
+
+def test_write_test_and_save_a_transformation(live_server, browser_page, shop, receiver):
+    owner, acme = shop["owner"], shop["acme"]
+    subscription, _ = subscription_create(topic=owner.topics.get(name="orders"), endpoint=receiver.url, tenant=acme,
+                                          event_types=["order.created"])
+    page = browser_page
+    open_portal(page, live_server, acme)
+    page.get_by_role("link", name=receiver.url).click()
+    expect(page.get_by_role("region", name="Transformation")).to_have_count(0)  # the owner has not allowed them
+    Portal.objects.filter(owner=owner).update(allow_transformations=True)
+    page.reload()
+    editor = page.get_by_role("region", name="Transformation")
+    payload = editor.get_by_label(re.compile("Payload to test with"))
+    expect(payload).to_have_value(re.compile(r'"order": 17'))  # the catalog's example of order.created
+    slack = "function handler(webhook) {\n  webhook.payload = {text: \"New order \" + webhook.payload.id};\n" \
+            "  return webhook;\n}"
+    editor.get_by_label("Code", exact=True).fill(slack)
+    payload.fill('{"id": "ord_1042", "total": "12.50"}')
+    editor.get_by_role("button", name="Test", exact=True).click()
+    result = page.get_by_role("region", name="Test result")
+    expect(result.get_by_label("Payload that would be sent")).to_contain_text('"text": "New order ord_1042"')
+    expect(result).to_contain_text("POST")
+    expect(page.get_by_label("Code", exact=True)).to_have_value(slack)  # what was typed stays
+    shot(page, "portal-13-transformation-tested")
+    assert receiver.requests == [] and Subscription.objects.get(id=subscription.id).transformation is None
+
+    page.get_by_role("button", name="Save transformation").click()
+    expect(page.get_by_role("status")).to_contain_text("The transformation is saved")
+    assert Subscription.objects.get(id=subscription.id).transformation == {"code": slack, "enabled": True}
+    expect(page.get_by_label("Code", exact=True)).to_have_value(slack)
+    expect(page.get_by_label("Run it before each send")).to_be_checked()
+    shot(page, "portal-14-transformation-saved")

@@ -8,7 +8,8 @@ nothing else. `refresh_url` goes into a `Location` header when a link has expire
 form and `tenancy.portal_update` ask `problems`; the portal reads stored values through `csp_frame_ancestors`,
 `brand_colour` and `refresh_url`, which skip what these rules would refuse, so settings stored before a rule existed
 never break a page. An expired link redirects to the refresh URL only on a host the operator allowed
-(`redirect_allowed`); elsewhere the portal's page links to it, naming its host.
+(`redirect_allowed`); elsewhere the portal's page links to it, naming its host. `allow_transformations` (true or
+false) lets tenants write and test-run transformations for their endpoints (in the portal, and with their keys).
 """
 
 import re
@@ -69,7 +70,12 @@ def refresh_url_problem(value) -> str | None:
     return None
 
 
-CHECKS = {"frame_ancestors": frame_ancestors_problem, "colour": colour_problem, "refresh_url": refresh_url_problem}
+def allow_transformations_problem(value) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+CHECKS = {"frame_ancestors": frame_ancestors_problem, "colour": colour_problem, "refresh_url": refresh_url_problem,
+          "allow_transformations": allow_transformations_problem}
 
 
 def problems(changes: dict) -> dict[str, str]:

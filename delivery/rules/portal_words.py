@@ -12,6 +12,7 @@ DELIVERY = {
     "succeeded": "Delivered",
     "dead_lettered": "Failed",
     "dropped": "Failed",
+    "cancelled": "Not sent: your transformation cancelled it",
 }
 RETRYING = "Failed, will retry"  # pending after at least one attempt
 WHY_FAILED = {
@@ -19,6 +20,8 @@ WHY_FAILED = {
     "ttl_expired": "too old to send: it waited longer than events are kept for sending",
     "permanent_failure": "your endpoint's answer means it will never accept it",
     "endpoint_frozen": "your endpoint was frozen",
+    "transformation_failed": "your transformation failed on it, so it was not sent",
+    "cancelled": "your transformation cancelled it",
     "manual": "stopped by hand",
 }
 SUBSCRIPTION = {
@@ -35,6 +38,7 @@ ATTEMPT = {
     "success": "Delivered",
     "retryable_failure": "Failed",
     "permanent_failure": "Refused",
+    "cancelled": "Cancelled by your transformation",
 }
 ERROR = {
     "timeout": "no answer in time",
@@ -50,6 +54,8 @@ ERROR = {
     "token": "no access token could be obtained for your endpoint",
     "internal": "failed before anything was sent",
     "cut_short": "no answer yet, so we stopped waiting and will try again; this does not count against you",
+    "transformation_failed": "your transformation failed, so nothing was sent",
+    "cancelled": "your transformation cancelled it, so nothing was sent",
 }
 
 

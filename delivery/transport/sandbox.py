@@ -198,7 +198,7 @@ class Sandbox:
     def run(self, code: str, webhook: dict, *, now_ms: int) -> Outcome:
         """`handler(webhook)` of `code`, within the limits; `now_ms`: what the code's clock says (the event's time)."""
         limits = self.limits
-        if len(code.encode()) > limits.code_bytes:
+        if len(code.encode("utf-8", "surrogatepass")) > limits.code_bytes:
             return Outcome(error=f"the code is larger than {limits.code_bytes} bytes")
         script = source(code, webhook, now_ms, limits.output_bytes)
         try:
@@ -242,7 +242,7 @@ def read(text) -> Outcome:
 def check(code: str, limits: Limits) -> Outcome:
     """Whether `code` compiles and defines handler(webhook), without calling it (a save's check; a fresh isolate,
     thrown away)."""
-    if len(code.encode()) > limits.code_bytes:
+    if len(code.encode("utf-8", "surrogatepass")) > limits.code_bytes:
         return Outcome(error=f"the code is larger than {limits.code_bytes} bytes")
     script = ('(function () {"use strict";\n' + code + '\n;return typeof handler === "function";})()'
               + f"\n//# sourceURL={CODE_NAME}")

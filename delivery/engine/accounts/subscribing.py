@@ -14,8 +14,8 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.rules import client_certificates, delivery_headers, subscription_rules
 from delivery.rules.header_text import control_problem
-from delivery.transport import ssrf
-from subscriptions.models import Endpoint, Subscription, Topic
+from delivery.transport import sandbox, ssrf, transforms
+from subscriptions.models import Endpoint, Portal, Subscription, Topic
 from subscriptions.secrets import encrypt
 from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
@@ -112,8 +112,8 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
     """`changes` to a subscription's stream options and credentials as they are stored, checked here for every door
     (API, admin, portal, Python): event types ([] for all); delivery headers validated, their secret values
     encrypted (a secret given without a value keeps the stored one); a client certificate and key inspected (its
-    expiry noted; both empty remove them); OAuth2 credentials (all empty remove them and the scope; a token URL is
-    checked as an endpoint is). A 400 naming the field otherwise."""
+    expiry noted; both empty remove them); a transformation compiled; OAuth2 credentials (all empty remove them and
+    the scope; a token URL is checked as an endpoint is). A 400 naming the field otherwise."""
     changes = dict(changes)
     current = subscription_rules.stored(subscription) if subscription is not None else {}
     if "event_types" in changes:
@@ -130,6 +130,8 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
             changes["client_certificate_expires_at"] = info.not_after
         else:
             changes.update(client_certificate="", client_key="", client_certificate_expires_at=None)
+    if "transformation" in changes:
+        changes["transformation"] = checked_transformation(changes["transformation"])
     credentials = subscription_rules.OAUTH_CREDENTIALS
     if any(name in changes for name in credentials):
         if not any({**current, **changes}.get(name) for name in credentials):  # all three removed
@@ -137,6 +139,27 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
         elif changes.get("oauth_token_url"):
             changes["oauth_token_url"] = checked_url(changes["oauth_token_url"], "oauth_token_url")
     return changes
+
+
+NOT_ALLOWED = "Transformations are not allowed here: the owner's portal settings do not allow them for tenants."
+
+
+def checked_transformation(value) -> dict | None:
+    """A transformation as stored ({code, enabled}; None removes it), its code compiled (sandbox.check) so that no
+    worker is handed code that cannot run: a 400 on `transformation` naming the line otherwise."""
+    limits = transforms.limits()
+    problem = subscription_rules.transformation_problem(value, limits.code_bytes)
+    compiled = sandbox.check(value["code"], limits) if value is not None and not problem else sandbox.Outcome()
+    if problem or not compiled.ok:
+        where = f"line {compiled.line}: " if compiled.line else ""
+        raise ApplicationError(problem or f"{where}{compiled.error}", field="transformation")
+    return subscription_rules.transformation_stored(value)
+
+
+def tenant_transformations(tenant) -> None:
+    """A tenant's transformation is set or test-run where its owner's portal allows them, else a 403 (not removed)."""
+    if tenant is not None and not Portal.objects.filter(owner_id=tenant.owner_id, allow_transformations=True).exists():
+        raise ApplicationError(NOT_ALLOWED, field="transformation", status_code=403)
 
 
 def _stored_headers(changes: dict, subscription: Subscription | None) -> list[dict]:
@@ -167,6 +190,8 @@ def subscription_create(
     different settings. `tenant`: the subscription is that tenant's (the topic must be open to tenants, its event
     types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
     options_only(credentials, (*subscription_rules.CREDENTIALS, *subscription_rules.STREAM_OPTIONS))
+    if credentials.get("transformation") is not None:
+        tenant_transformations(tenant)
     policies.subscription_policy_checked(delivery_policy, topic=topic)
     credentials = checked_options(credentials)
     if tenant is not None:
@@ -250,6 +275,8 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     nothing else is sent there or to the token URL. Deliveries due meanwhile, and messages published meanwhile, are
     held (their time-to-live runs), not lost: confirming releases them."""
     options_only(changes, subscription_rules.UPDATABLE)
+    if changes.get("transformation") is not None and subscription.tenant_id is not None:
+        tenant_transformations(subscription.tenant)
     changes = checked_options(changes, subscription, now=now)
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:

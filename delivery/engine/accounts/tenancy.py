@@ -159,7 +159,7 @@ def portal_link(tenant: Tenant, *, ttl: timedelta = timedelta(hours=1), read_onl
                               args=[portal_token(tenant, ttl=ttl, read_only=read_only, now=now)]))
 
 
-PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors", "refresh_url")
+PORTAL_FIELDS = ("name", "logo_url", "colour", "frame_ancestors", "refresh_url", "allow_transformations")
 
 
 def portal_update(*, owner, **changes) -> Portal:

@@ -1,5 +1,5 @@
 """The API of the tenant portal's settings (docs/tenants.md): its name, logo and colour, which of the owner's apps
-may frame it, and where an expired link sends the browser."""
+may frame it, where an expired link sends the browser, and whether tenants may write transformations."""
 
 
 from rest_framework import serializers
@@ -23,7 +23,8 @@ class PortalSerializer(StrictInput, serializers.ModelSerializer):
 class PortalSettingsView(HeraldAPI, APIView):
     """How your tenants' portal looks (name, logo, colour), which of your apps may frame it, and where an expired
     link leads a browser for a fresh one (refresh_url: a link on the expired link's page, or a redirect on a host
-    the operator allows in HERALD_PORTAL_REFRESH_HOSTS)."""
+    the operator allows in HERALD_PORTAL_REFRESH_HOSTS), and whether your tenants may write transformations for
+    their endpoints (allow_transformations: in the portal, and with their keys through the API)."""
 
     serializer_class = PortalSerializer
 

@@ -5,6 +5,10 @@ A fixed-window counter in Redis: one INCR and EXPIRE in one round trip, the same
 `UserRateThrottle` keeps every request's time in a pickled list it reads and rewrites whole on each request: at
 thousands a minute that costs more than the publish itself.) A batch counts its entries. Across a window's edge up
 to twice the rate can pass in one window's length; the limit is a guard against runaway publishers, not a shaper.
+
+Test-runs of transformations are counted the same way (TRANSFORMATION_TEST_RATE, or DEFAULT_THROTTLE_RATES
+["transformation_test"]), per user and, for a tenant's key, per tenant: each costs up to a transformation's time
+limit of CPU in the web process.
 """
 
 import time
@@ -14,27 +18,70 @@ from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 from delivery.conf import herald
 from delivery.engine.plumbing import redis_link
+from delivery.web.api.ownership import tenant_of
 
 KEY = "herald:publish-rate:{user}:{window}"
+TRANSFORMATION_TEST_KEY = "herald:transformation-test-rate:{user}:{window}"
+TRANSFORMATION_TEST_RATE = "60/min"
 
 
-class PublishRateThrottle(BaseThrottle):
-    scope = "publish"
-    rate: str | None = None  # None: DEFAULT_THROTTLE_RATES["publish"], else HERALD_PUBLISH_RATE
+class WindowThrottle(BaseThrottle):
+    """A fixed window per user in Redis: `scope`'s rate from DEFAULT_THROTTLE_RATES where a project sets it, else
+    `default_rate()`; what a request counts, `counted`."""
+
+    scope = ""
+    key = ""
+    rate: str | None = None  # None: DEFAULT_THROTTLE_RATES[scope], else default_rate()
+
+    def default_rate(self) -> str:
+        raise NotImplementedError
+
+    def who(self, request) -> str:
+        return str(request.user.pk)
+
+    def counted(self, request, view) -> int:
+        return 1
 
     def allow_request(self, request, view) -> bool:
-        rate = self.rate or api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or herald.PUBLISH_RATE
+        rate = self.rate or api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or self.default_rate()
         limit, period = SimpleRateThrottle.parse_rate(None, rate)
         now = time.time()
-        key = KEY.format(user=request.user.pk, window=int(now // period))
-        messages = 1
-        if getattr(view, "action", "") == "publish_batch" and isinstance(request.data, dict):
-            entries = request.data.get("entries")
-            messages = max(1, len(entries)) if isinstance(entries, list) else 1
+        key = self.key.format(user=self.who(request), window=int(now // period))
         with redis_link.connection().pipeline() as pipe:
-            used, _ = pipe.incrby(key, messages).expire(key, period + 1).execute()
+            used, _ = pipe.incrby(key, self.counted(request, view)).expire(key, period + 1).execute()
         self.seconds_left = period - now % period
         return used <= limit
 
     def wait(self) -> float:
         return self.seconds_left
+
+
+class PublishRateThrottle(WindowThrottle):
+    """Publishes, per user (a tenant's key counts toward its owner's): HERALD_PUBLISH_RATE; a batch counts its
+    entries."""
+
+    scope = "publish"
+    key = KEY
+
+    def default_rate(self) -> str:
+        return herald.PUBLISH_RATE
+
+    def counted(self, request, view) -> int:
+        if getattr(view, "action", "") == "publish_batch" and isinstance(request.data, dict):
+            entries = request.data.get("entries")
+            return max(1, len(entries)) if isinstance(entries, list) else 1
+        return 1
+
+
+class TransformationTestThrottle(WindowThrottle):
+    """Test-runs of transformations, per user; with a tenant's key, per tenant."""
+
+    scope = "transformation_test"
+    key = TRANSFORMATION_TEST_KEY
+
+    def default_rate(self) -> str:
+        return TRANSFORMATION_TEST_RATE
+
+    def who(self, request) -> str:
+        access = tenant_of(request)
+        return f"{request.user.pk}:tenant:{access.tenant.pk}" if access is not None else str(request.user.pk)

@@ -10,7 +10,7 @@ from subscriptions.models import Portal
 
 class PortalForm(ServiceForm):
     """Written through the API's service (tenancy.portal_update), which asks the rules (rules/portal_settings.py):
-    frame_ancestors go into a header of every portal answer."""
+    frame_ancestors go into a header of every portal answer; allow_transformations opens the portal's editor."""
 
     class Meta:
         model = Portal
@@ -26,7 +26,7 @@ class PortalForm(ServiceForm):
 @admin.register(Portal)
 class PortalAdmin(ServiceAdmin, admin.ModelAdmin):
     form = PortalForm
-    list_display = ["owner", "name", "colour", "refresh_url"]
+    list_display = ["owner", "name", "colour", "refresh_url", "allow_transformations"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["owner"] if obj is not None else []

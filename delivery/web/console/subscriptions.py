@@ -1,7 +1,7 @@
 """The operator console's page of subscriptions: the policies tuned with the effective policy, where each of its
 sections comes from and the schedule it produces shown, the subscription rules checked by the service the API calls
-as it writes the change (console/service_forms.py), and the redrive, pause, resume, resend-confirmation and replay
-buttons and actions."""
+as it writes the change (console/service_forms.py), its transformation edited and test-run (console/transformations.py),
+and the redrive, pause, resume, resend-confirmation and replay buttons and actions."""
 
 import json
 
@@ -27,6 +27,7 @@ from delivery.web.console.buttons import Button, ButtonsMixin
 from delivery.web.console.deletes import ServiceDeletes
 from delivery.web.console.schedules import schedule_table
 from delivery.web.console.service_forms import ServiceAdmin, ServiceForm
+from delivery.web.console.transformations import TransformationField, TransformationTests
 from subscriptions.models import Subscription
 
 
@@ -39,6 +40,10 @@ class SubscriptionForm(ServiceForm):
         required=False, label="New signing secret", strip=False, widget=forms.PasswordInput(render_value=False),
         help_text="Optional, hmac-sha256: a whsec_ secret of your own to rotate to (manage.py herald_secret makes "
                   "one); the current one keeps signing for 24 hours. Empty: the secret stays. Never shown again.")
+
+    transformation = TransformationField(
+        help_text="JavaScript defining function handler(webhook), run before each send: it may change webhook.payload, "
+                  "webhook.method (POST or PUT) or set webhook.cancel. Compiled when saved; empty code removes it.")
 
     renamed = {"secret": "new_secret"}  # the service's name for what this form calls new_secret
 
@@ -89,7 +94,7 @@ def _resend_confirmation(request, subscription):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, ButtonsMixin, admin.ModelAdmin):
+class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, TransformationTests, ButtonsMixin, admin.ModelAdmin):
     """Subscriptions are created through the API (secret, confirmation, address checks); here they are inspected,
     their policies tuned, and operated on with the buttons and actions."""
 
@@ -101,7 +106,7 @@ class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, ButtonsMixin, admin.ModelA
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
               "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
               "preferred_batch_size_kb", "delivery_headers_shown", "send_trace_context", "raw_message_delivery",
-              "signature_scheme", "new_secret",
+              "transformation", "signature_scheme", "new_secret",
               "client_certificate_status", "confirmed_at", "last_handshake", "confirmation_expires_at",
               "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets or the client key
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",

@@ -4,6 +4,10 @@ URL, `subscriptions/<id>/<name>/`) → the engine service it calls and the words
 An action runs through the same service the API calls, so a rule is checked once for every door; the service's
 refusal (an `ApplicationError`) is shown on the subscription's page with its status. A new action is one entry here
 and its button in `templates/herald/portal/subscription.html`; `pages.subscription_action` runs any of them.
+
+The transformation editor (shown where the owner's portal settings allow transformations) has two: a test-run
+(`web/transformation_trials.py`, the API's and the console's too), whose result the subscription's page shows in
+the editor, and saving it through the service, which compiles the code and refuses it with its line.
 """
 
 from collections.abc import Callable
@@ -20,7 +24,9 @@ from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay, trial_events
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import health
-from delivery.web import selectors
+from delivery.rules import answers
+from delivery.transport import transforms
+from delivery.web import selectors, transformation_trials
 from subscriptions.models import Subscription
 
 REMOVE_COUNTED = 10_000  # the removal page counts the history it deletes up to this many
@@ -35,8 +41,9 @@ class Action:
     `run(subscription, request)` calls the service. Once it is done the tenant is sent back to the subscription's
     page (to the home page with `home`: the subscription is gone) and reads `done` there, or `done_at_once` where
     nothing waits for the endpoint's consent (HERALD_REQUIRE_CONFIRMATION off); or, with `shows`, gets a page of
-    its own made from what `run` returned. With `asks_first`, a first press only asks (the page it returns), and
-    the action runs when the answer posts `confirm=yes`."""
+    its own made from what `run` returned; or, with `on_page`, the subscription's page itself, showing what `run`
+    returned in the form that posted (a test-run's result), its fields as they were posted. With `asks_first`, a
+    first press only asks (the page it returns), and the action runs when the answer posts `confirm=yes`."""
 
     run: Callable[[Subscription, HttpRequest], Any]
     done: str = ""
@@ -44,10 +51,12 @@ class Action:
     home: bool = False
     shows: Callable[[Any], Page] | None = None
     asks_first: Callable[[Subscription], Page] | None = None
+    on_page: bool = False
 
     def __post_init__(self):
-        if bool(self.done) == (self.shows is not None):
-            raise ValueError("An action says what it did (done) or shows a page of its own (shows), one of them.")
+        if [bool(self.done), self.shows is not None, self.on_page].count(True) != 1:
+            raise ValueError("An action says what it did (done), shows a page of its own (shows) or its result on the "
+                             "subscription's page (on_page), one of them.")
 
     def words(self) -> str:
         return self.done_at_once if self.done_at_once and not herald.REQUIRE_CONFIRMATION else self.done
@@ -81,6 +90,27 @@ def _replay(subscription: Subscription, request) -> None:
     replay.replay_create(subscription=subscription, since=timezone.now() - timedelta(hours=hours))
 
 
+def _save_transformation(subscription: Subscription, request) -> None:
+    """The editor's code and checkbox, saved through the service (empty code removes the transformation); refused
+    where the owner does not allow transformations, as the editor is not offered there."""
+    subscribing.tenant_transformations(subscription.tenant)
+    code = request.POST.get("code", "").replace("\r\n", "\n")  # a browser sends a textarea's lines with CRLF
+    value = {"code": code, "enabled": "enabled" in request.POST} if code.strip() else None
+    subscribing.subscription_update(subscription=subscription, transformation=value)
+
+
+def _test_transformation(subscription: Subscription, request) -> dict:
+    """One run of the editor's code on its payload (empty: the catalog's example of the event type)."""
+    text, payload = request.POST.get("payload", ""), transformation_trials.ABSENT
+    if text.strip():
+        payload, problem = answers.json_value(text, max_chars=transforms.limits().output_bytes)
+        if problem:
+            raise ApplicationError(f"The payload to test with is {problem}.", field="payload")
+    outcome = transformation_trials.trial(subscription, code=request.POST.get("code", ""), payload=payload,
+                                          event_type=request.POST.get("event_type") or None)
+    return transformation_trials.answer(outcome)
+
+
 def _new_secret(rotated: Subscription) -> Page:
     """Shown once: the rotated secret (the previous one keeps signing beside it for a while)."""
     return "secret.html", {"subscription": rotated, "secret": rotated.secret, "created": False}
@@ -107,6 +137,8 @@ ACTIONS: dict[str, Action] = {
                                "are lost).",
                    done_at_once="The URL is changed: events go there from now on."),
     "types": Action(_choose_types, done="The event types are saved."),
+    "transformation": Action(_save_transformation, done="The transformation is saved."),
+    "transformation_test": Action(_test_transformation, on_page=True),
 }
 
 

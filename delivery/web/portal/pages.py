@@ -1,5 +1,6 @@
 """The portal's pages: the tenant's endpoints (its subscriptions), the event types it may subscribe to, adding one,
-a subscription's page and the actions on it (`actions.ACTIONS`), a delivery's page and its retry.
+a subscription's page and the actions on it (`actions.ACTIONS`; its transformation editor where the owner allows
+transformations), a delivery's page and its retry.
 
 Each view is a `portal_page` (access.py): the link is checked and `request.portal` says whose pages these are. Rows
 are read through `web/selectors.py`, scoped to the tenant there; changes go through the engine's services.
@@ -16,7 +17,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import recovery, subscribing
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
-from delivery.web import selectors
+from delivery.web import selectors, transformation_trials
 from delivery.web.portal import actions
 from delivery.web.portal.access import portal_page
 from subscriptions.models import Subscription
@@ -119,8 +120,9 @@ def _fields(exc: ApplicationError) -> dict:
     return {("url" if name == "endpoint" else name): reasons for name, reasons in named.items()}
 
 
-def _subscription_page(request, subscription: Subscription, *, error: str = "", status: int = 200):
-    """An endpoint's page: its health and latest deliveries, its actions, and what the last one refused."""
+def _subscription_page(request, subscription: Subscription, *, error: str = "", status: int = 200, result=None):
+    """An endpoint's page: its health and latest deliveries, its actions, what the last one refused, and the
+    transformation editor with a test-run's `result`."""
     deliveries = selectors.recent_deliveries(subscription, RECENT_DELIVERIES)
     waiting = subscription.status == Subscription.Status.PENDING_CONFIRMATION or any(
         d.status in UNFINISHED for d in deliveries)
@@ -129,8 +131,29 @@ def _subscription_page(request, subscription: Subscription, *, error: str = "", 
         "transitions": selectors.recent_transitions(subscription.endpoint, 5),
         "done": _done(request),
         "types": _catalog(request).filter(deprecated=False), "error": error,
-        "refresh": waiting and not error,  # an action's refusal is answered at the action's URL, which only POSTs
+        "editor": _editor(request, subscription, result),
+        # an action's refusal or result is answered at the action's URL, which only POSTs: nothing to fetch again
+        "refresh": waiting and request.method == "GET",
         "show_topic": _show_topic(request, [subscription])}, status=status)
+
+
+def _editor(request, subscription: Subscription, result=None) -> dict | None:
+    """The transformation editor's fields, where the owner allows transformations: as the editor posted them (a
+    test-run, a refused save), else the saved code and the catalog's example of the first event type."""
+    if not request.portal["portal"].allow_transformations:
+        return None
+    posted = request.POST if request.method == "POST" and "code" in request.POST else None
+    if posted is not None:
+        editor = {"code": posted.get("code", ""), "enabled": "enabled" in posted, "payload": posted.get("payload", ""),
+                  "event_type": posted.get("event_type", ""), "posted": True}
+    else:
+        saved, event_type = subscription.transformation or {}, transformation_trials.first_event_type(subscription)
+        example = transformation_trials.catalog_example(subscription, event_type) if event_type else None
+        editor = {"code": saved.get("code", ""), "enabled": saved.get("enabled", True), "event_type": event_type,
+                  "payload": "" if example is None else json.dumps(example, indent=2, ensure_ascii=False)}
+    if result is not None:
+        editor.update(result=result, result_payload=json.dumps(result.get("payload"), indent=2, ensure_ascii=False))
+    return editor
 
 
 @portal_page
@@ -156,6 +179,8 @@ def subscription_action(request, subscription_id: int, name: str):
         return _subscription_page(request, subscription, error=detail, status=exc.status_code)
     if action.shows is not None:
         return _page(request, *action.shows(result))
+    if action.on_page:
+        return _subscription_page(request, subscription, result=result)
     back = _url(request, "home") if action.home else _url(request, "subscription", subscription.id)
     return HttpResponseRedirect(f"{back}?done={name}")
 

@@ -5,7 +5,17 @@ import pytest
 
 from delivery.engine.accounts.subscribing import subscription_create, subscription_update, topic_create
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.rules.subscription_rules import OAUTH_AUTHORIZATION, OAUTH_TOGETHER, RAW_AND_BATCHES, problems
+from delivery.rules.subscription_rules import (
+    OAUTH_AUTHORIZATION,
+    OAUTH_TOGETHER,
+    RAW_AND_BATCHES,
+    TRANSFORMATION_AND_BATCHES,
+    TRANSFORMATION_SHAPE,
+    code_problem,
+    problems,
+    transformation_problem,
+    transformation_stored,
+)
 
 OAUTH = {"oauth_token_url": "https://auth.example/token", "oauth_client_id": "id", "oauth_client_secret": "s"}
 
@@ -17,6 +27,52 @@ def test_raw_delivery_and_batches_do_not_mix_whichever_changes():
         "max_events_per_batch": RAW_AND_BATCHES}
     assert problems({"raw_message_delivery": True}, {"max_events_per_batch": 1}) == {}
     assert problems({"raw_message_delivery": True, "max_events_per_batch": 5}, {"max_events_per_batch": 1}) == {}
+
+
+HANDLER = "function handler(webhook) { return webhook; }"
+
+
+def test_a_transformation_and_batches_do_not_mix_whichever_changes():
+    transformation = {"code": HANDLER, "enabled": True}
+    assert problems({"max_events_per_batch": 5}, {"transformation": transformation}) == {
+        "transformation": TRANSFORMATION_AND_BATCHES}
+    assert problems({"transformation": transformation}, {"max_events_per_batch": 5}) == {
+        "max_events_per_batch": TRANSFORMATION_AND_BATCHES}
+    assert "CloudEvents batches" in TRANSFORMATION_AND_BATCHES
+    assert problems({"transformation": transformation}, {"max_events_per_batch": 1}) == {}
+    assert problems({"transformation": transformation, "max_events_per_batch": 5}, {"transformation": None}) == {}
+    turned_off = {"code": HANDLER, "enabled": False}  # it runs on nothing, so it batches
+    assert problems({"max_events_per_batch": 5}, {"transformation": turned_off}) == {}
+    assert problems({"max_events_per_batch": 5, "transformation": turned_off}, {"transformation": transformation}) == {
+        "transformation": TRANSFORMATION_AND_BATCHES}
+
+
+@pytest.mark.parametrize("value, problem", [
+    (None, None),
+    ({"code": HANDLER}, None),
+    ({"code": HANDLER, "enabled": False}, None),
+    ("function handler(w) { return w; }", TRANSFORMATION_SHAPE),
+    ([HANDLER], TRANSFORMATION_SHAPE),
+    ({"code": HANDLER, "language": "js"}, f"has no language: {TRANSFORMATION_SHAPE}"),
+    ({"code": HANDLER, "enabled": "yes"}, "enabled must be true or false"),
+    ({"code": HANDLER, "enabled": None}, "enabled must be true or false"),
+    ({}, "code must be JavaScript defining function handler(webhook)"),
+    ({"code": "  \n"}, "code must be JavaScript defining function handler(webhook)"),
+    ({"code": 3}, "code must be JavaScript defining function handler(webhook)"),
+    ({"code": "x" * 101}, "the code is larger than 100 bytes (HERALD_TRANSFORM_CODE_MAX_BYTES)"),
+    ({"code": "é" * 51}, "the code is larger than 100 bytes (HERALD_TRANSFORM_CODE_MAX_BYTES)"),  # 102 bytes
+    ({"code": "a\x00b"}, "code contains a NUL character (\\u0000), which cannot be stored"),
+    ({"code": "a\ud800b"}, "code contains a lone surrogate (e.g. \\ud800), which is not valid Unicode"),
+])
+def test_a_transformation_is_code_and_a_switch_or_nothing(value, problem):
+    assert transformation_problem(value, code_bytes=100) == problem
+
+
+def test_a_transformation_is_stored_enabled_unless_it_says_otherwise():
+    assert transformation_stored({"code": HANDLER}) == {"code": HANDLER, "enabled": True}
+    assert transformation_stored({"code": HANDLER, "enabled": False}) == {"code": HANDLER, "enabled": False}
+    assert transformation_stored(None) is None
+    assert code_problem("x" * 100, 100) is None
 
 
 def test_oauth_credentials_come_together_or_not_at_all():

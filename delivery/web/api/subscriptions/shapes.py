@@ -48,6 +48,13 @@ class DeliveryHeadersField(serializers.JSONField):
         return delivery_headers.shown(value)
 
 
+@extend_schema_field({"type": "object", "nullable": True, "required": ["code"], "additionalProperties": False,
+                      "properties": {"code": {"type": "string"}, "enabled": {"type": "boolean", "default": True}}})
+class TransformationField(serializers.JSONField):
+    """A transformation's shape in the schema; its rules (rules/subscription_rules.transformation_problem) and the
+    compile of its code are the service's."""
+
+
 class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializer):
     """Output and input of subscriptions: shapes only. The rules (subscription_rules) and what is stored of the
     stream options and credentials (delivery headers encrypted, a client certificate inspected, a token URL
@@ -102,6 +109,11 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         required=False,
         help_text="Up to 10 extra headers: {name, value, secret?} or {name, from_attribute}. Secret values are "
                   "stored encrypted and shown as null; give {name, secret: true} without a value to keep one.")
+    transformation = TransformationField(
+        required=False, allow_null=True,
+        help_text="{code, enabled}: JavaScript defining function handler(webhook), run before each send; it may change "
+                  "webhook.payload, webhook.method (POST or PUT) or set webhook.cancel. Its code is compiled when "
+                  "saved (a 400 names the line); null removes it. Try it with POST transformation/test/.")
     last_handshake = serializers.SerializerMethodField(
         help_text="What the endpoint answered to the last confirmation request: at, status (null: no answer), "
                   "problem (why it did not confirm; empty when it did). Null: none answered yet. (Its body is not "
@@ -120,7 +132,7 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
                   "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
                   "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "send_trace_context",
-                  "status", "confirmed_at",
+                  "transformation", "status", "confirmed_at",
                   "last_handshake", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]
@@ -236,3 +248,22 @@ class RotateSecretSerializer(StrictInput, serializers.Serializer):
 
 class ConfirmSerializer(StrictInput, serializers.Serializer):
     token = serializers.CharField()
+
+
+class TransformationTestSerializer(StrictInput, serializers.Serializer):
+    code = serializers.CharField(required=False, trim_whitespace=False,
+                                 help_text="The JavaScript to run; default: the subscription's saved code.")
+    payload = serializers.JSONField(required=False, allow_null=True,
+                                    help_text="The webhook's payload; default: the catalog's example of event_type.")
+    event_type = serializers.CharField(
+        required=False, allow_blank=True, max_length=256,
+        help_text="webhook.eventType; default: the subscription's first event type (an exact name).")
+
+
+class TransformationResultSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="Whether the handler returned a webhook Herald can send.")
+    method = serializers.CharField(required=False, help_text="ok: POST or PUT.")
+    payload = serializers.JSONField(required=False, help_text="ok: the payload it would send.")
+    cancelled = serializers.BooleanField(required=False, help_text="ok: the handler cancelled the send.")
+    error = serializers.CharField(required=False, help_text="not ok: why, e.g. \"timed out after 50 ms\".")
+    line = serializers.IntegerField(required=False, allow_null=True, help_text="not ok: the code's line, if known.")

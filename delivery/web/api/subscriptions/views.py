@@ -1,6 +1,7 @@
 """The API of subscriptions: create, read, change and delete them, confirm, rotate secrets, redrive, recover,
-replay, pause and resume, send a test event (their shapes: shapes.py). Views validate input and call one service of
-delivery/engine; every subscription is the requester's own (another owner's is a 404)."""
+replay, pause and resume, send a test event, test-run a transformation (their shapes: shapes.py). Views validate
+input and call one service of delivery/engine; every subscription is the requester's own (another owner's is a
+404)."""
 
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter
@@ -15,7 +16,7 @@ from delivery.engine.intake import replay, trial_events
 from delivery.models import Delivery
 from delivery.rules import subscription_rules
 from delivery.rules.vocabulary import DeliveryStatus
-from delivery.web import selectors
+from delivery.web import selectors, transformation_trials
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.deliveries import DeliverySerializer
 from delivery.web.api.filters import tenant_filter
@@ -33,7 +34,10 @@ from delivery.web.api.subscriptions.shapes import (
     SubscriptionCreatedSerializer,
     SubscriptionSerializer,
     SubscriptionUpdateSerializer,
+    TransformationResultSerializer,
+    TransformationTestSerializer,
 )
+from delivery.web.api.throttling import TransformationTestThrottle
 from subscriptions.models import Subscription, Topic
 
 
@@ -53,7 +57,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     tenant_path = "tenant"
     tenant_actions = frozenset({"list", "retrieve", "create", "partial_update", "destroy", "confirm", "replay",
                                 "redrive", "recover", "pause", "resume", "metrics", "dead_letters", "rotate_secret",
-                                "resend_confirmation", "test"})
+                                "resend_confirmation", "test", "transformation_test"})
     filterset_class = SubscriptionFilter
     ordering_fields = ["id", "created_at", "status"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -188,6 +192,20 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         delivery; a few per hour (HERALD_MAX_TEST_EVENTS_PER_HOUR)."""
         delivery = trial_events.test_event(subscription=self.get_object())
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=TransformationTestSerializer, responses={200: TransformationResultSerializer})
+    @action(detail=True, methods=["post"], url_path="transformation/test", url_name="transformation-test",
+            serializer_class=TransformationTestSerializer, throttle_classes=[TransformationTestThrottle])
+    def transformation_test(self, request, pk=None):
+        """Run a transformation once, sending nothing: the code given (default: the saved one) on a webhook of
+        `event_type` (default: the subscription's first event type) carrying `payload` (default: the catalog's
+        example of that type), within the limits a send has. 200 with what the handler returned, or why it could
+        not (`error`, and its `line` when known); a few a minute (a run costs up to its time limit)."""
+        subscription = self.get_object()
+        serializer = TransformationTestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        outcome = transformation_trials.trial(subscription, **serializer.validated_data)
+        return Response(transformation_trials.answer(outcome))
 
     @extend_schema(request=None, responses={202: None})
     @action(detail=True, methods=["post"], url_path="resend-confirmation", serializer_class=NoBodySerializer)

@@ -1,11 +1,12 @@
-"""The portal settings resource (an owner's portal: name, logo, colour, frame ancestors, refresh URL): its rules,
-checked by the service the API and the admin both call."""
+"""The portal settings resource (an owner's portal: name, logo, colour, frame ancestors, refresh URL, whether tenants
+may write transformations): its rules, checked by the service the API and the admin both call."""
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
 from delivery.engine.accounts import tenancy
+from delivery.engine.plumbing.errors import ApplicationError
 from subscriptions.models import Portal, Tenant
 from tests.delivery.web.api.shop import shop as shop_fixture
 
@@ -58,3 +59,15 @@ def test_the_admin_refuses_what_the_api_refuses(admin_client, user):
         "owner": user.id, "name": "Shop", "logo_url": "", "colour": "#aa3300",
         "frame_ancestors": '["https://app.alice.example"]'})
     assert saved.status_code == 302 and Portal.objects.get().frame_ancestors == ["https://app.alice.example"]
+
+
+def test_an_owner_lets_its_tenants_write_transformations(shop, user):
+    assert shop["api"].get("/api/portal/").json()["allow_transformations"] is False
+    allowed = shop["api"].patch("/api/portal/", {"allow_transformations": True}, format="json")
+    assert (allowed.status_code, allowed.json()["allow_transformations"]) == (200, True)
+    assert Portal.objects.get(owner=user).allow_transformations is True
+    refused = shop["api"].patch("/api/portal/", {"allow_transformations": "maybe"}, format="json")
+    assert refused.status_code == 400 and list(refused.json()) == ["allow_transformations"]
+    with pytest.raises(ApplicationError) as wrong:
+        tenancy.portal_update(owner=user, allow_transformations="yes")  # a Python caller: the rules say so too
+    assert wrong.value.as_payload() == {"allow_transformations": ["must be true or false"]}

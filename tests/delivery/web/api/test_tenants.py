@@ -127,7 +127,8 @@ TENANT_ROUTES = {
                       ("delete", "/api/subscriptions/{id}/")} | {
         ("post", f"/api/subscriptions/{{id}}/{name}/") for name in (
             "confirm", "replay", "redrive", "recover", "pause", "resume", "rotate-secret", "resend-confirmation",
-            "test")} | {("get", "/api/subscriptions/{id}/metrics/"), ("get", "/api/subscriptions/{id}/dead-letters/")},
+            "test", "transformation/test")} | {("get", "/api/subscriptions/{id}/metrics/"),
+                                                ("get", "/api/subscriptions/{id}/dead-letters/")},
 }
 
 

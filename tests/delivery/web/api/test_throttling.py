@@ -1,16 +1,20 @@
 """The publish rate (delivery/web/api/throttling.py): a fixed window per user counted in Redis, a batch counting its
 entries; the rate from REST_FRAMEWORK's DEFAULT_THROTTLE_RATES["publish"] where a project sets it, else
-HERALD_PUBLISH_RATE; past it a 429 with the seconds left in the window as Retry-After."""
+HERALD_PUBLISH_RATE; past it a 429 with the seconds left in the window as Retry-After. Transformation test-runs are
+counted the same way, apart, per user and per tenant."""
 
 from types import SimpleNamespace
 
 import pytest
 
+from delivery.engine.accounts import tenancy
 from delivery.models import Message
 from delivery.web.api import throttling
 from tests.delivery.web.api.calls import create_topic
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
+shop = shop_fixture  # the tenants' fixture, shared
 NOW = 1_800_000_030.25  # 30.25 s into a minute's window
 
 
@@ -57,3 +61,19 @@ def test_a_projects_drf_rate_for_publish_comes_first(api, redis_conn, settings):
     assert api.post(url, {"payload": 1}, format="json").status_code == 202
     limited = api.post(url, {"payload": 2}, format="json")
     assert (limited.status_code, limited["Retry-After"]) == (429, "3570")  # the hour's window: 3569.75 s left
+
+
+def test_transformation_test_runs_are_limited_per_user_and_per_tenant_apart_from_publishes(shop, user, redis_conn,
+                                                                                          settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {"transformation_test": "2/min"}}
+    tenancy.portal_update(owner=user, allow_transformations=True)
+    body = {"code": "function handler(webhook) { return webhook; }", "payload": {"id": 1}}
+    own = f"/api/subscriptions/{shop['own'][0]['id']}/transformation/test/"
+    assert [shop["api"].post(own, body, format="json").status_code for _ in range(3)] == [200, 200, 429]
+    acme = f"/api/subscriptions/{shop['acme']['subscription']['id']}/transformation/test/"
+    assert shop["acme"]["client"].post(acme, body, format="json").status_code == 200  # a tenant's count is its own
+    assert counted(redis_conn, user) == (0, -2)  # publishes are counted apart
+    key = throttling.TRANSFORMATION_TEST_KEY.format(user=user.pk, window=int(NOW // 60))
+    assert int(redis_conn.get(key)) == 3
+    assert throttling.TransformationTestThrottle().default_rate() == "60/min"

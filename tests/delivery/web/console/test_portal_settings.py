@@ -49,3 +49,13 @@ def test_portal_settings_are_never_deleted(admin_client, user):
     assert "deletelink" not in admin_client.get(f"{PORTALS}{portal.id}/change/").content.decode()
     assert admin_client.post(f"{PORTALS}{portal.id}/delete/", {"post": "yes"}).status_code == 403
     assert Portal.objects.filter(id=portal.id).exists()
+
+
+def test_an_owners_tenants_are_let_write_transformations_here_too(admin_client, user):
+    portal = tenancy.portal_update(owner=user, name="Shop")
+    page = admin_client.get(f"{PORTALS}{portal.id}/change/").content.decode()
+    assert 'name="allow_transformations"' in page
+    saved = admin_client.post(f"{PORTALS}{portal.id}/change/", settings_form(allow_transformations="on"))
+    assert saved.status_code == 302 and Portal.objects.get().allow_transformations is True
+    admin_client.post(f"{PORTALS}{portal.id}/change/", settings_form())  # the box left unticked
+    assert Portal.objects.get().allow_transformations is False

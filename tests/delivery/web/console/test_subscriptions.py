@@ -1,6 +1,6 @@
 """The subscriptions' page (console/subscriptions.py): the effective policy with where each section comes from,
-edits checked and written by the service the API calls, secrets never shown, and the redrive, pause, resume,
-resend-confirmation and replay buttons and actions."""
+edits (a transformation's too) checked and written by the service the API calls, secrets never shown, and the
+redrive, pause, resume, resend-confirmation and replay buttons and actions."""
 
 from datetime import timedelta
 
@@ -13,7 +13,7 @@ from delivery.receiver import generate_secret
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish, settle
 from tests.delivery.web.api.calls import create_subscription, create_topic
-from tests.delivery.web.console.pages import buttons
+from tests.delivery.web.console.pages import buttons, form_errors
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,6 +32,10 @@ def admin_form(admin_client, subscription_id: int) -> tuple[str, dict]:
         data["ordered_delivery"] = "on"
     if stored.raw_message_delivery:
         data["raw_message_delivery"] = "on"
+    if stored.transformation:  # its code, and its checkbox ticked when it runs
+        data["transformation_0"] = stored.transformation["code"]
+        if stored.transformation["enabled"]:
+            data["transformation_1"] = "on"
     return page, data
 
 
@@ -185,3 +189,27 @@ def test_the_page_shows_delivery_headers_but_never_a_secret_value(admin_client, 
     page = admin_client.get(f"{SUBSCRIPTIONS}{plain['id']}/change/").content.decode()
     assert "none (set through the API: secret values are never shown)" in page
     assert "none (set through the API)" in page and "none answered yet" in page  # no client certificate, handshake
+
+
+def test_a_transformation_is_edited_here_through_the_service(admin_client, api):
+    created = create_subscription(api, create_topic(api)["id"])
+    page, data = admin_form(admin_client, created["id"])
+    shown = admin_client.get(page).content.decode()
+    assert 'name="transformation_0"' in shown and 'name="transformation_1"' in shown
+    unfinished = "function handler(webhook) {\n  return webhook +\n}"
+    refused = admin_client.post(page, {**data, "transformation_0": unfinished, "transformation_1": "on",
+                                       "max_events_per_batch": 3})
+    assert form_errors(refused.content.decode())["transformation"] == [
+        "line 3: SyntaxError: Unexpected token &#x27;}&#x27;"]
+    assert Subscription.objects.get(id=created["id"]).max_events_per_batch == 1  # nothing written
+    handler = "function handler(webhook) {\n  return webhook;\n}"
+    assert admin_client.post(page, {**data, "transformation_0": handler}).status_code == 302
+    assert Subscription.objects.get(id=created["id"]).transformation == {"code": handler, "enabled": False}
+    page, data = admin_form(admin_client, created["id"])
+    assert admin_client.post(page, {**data, "transformation_1": "on"}).status_code == 302
+    assert Subscription.objects.get(id=created["id"]).transformation["enabled"] is True
+    page, data = admin_form(admin_client, created["id"])
+    batching = admin_client.post(page, {**data, "max_events_per_batch": 3})
+    assert "CloudEvents batches" in form_errors(batching.content.decode())["max_events_per_batch"][0]
+    assert admin_client.post(page, {**data, "transformation_0": "  "}).status_code == 302  # empty code removes it
+    assert Subscription.objects.get(id=created["id"]).transformation is None

@@ -1,14 +1,18 @@
 """The actions on a subscription's page (delivery/web/portal/actions.py): the one table of them, each action's
 service and words through a real request against the real database, and the service's refusals shown on the
-subscription's page with the API's reasons."""
+subscription's page with the API's reasons; the transformation editor's test-run and save where the owner allows
+transformations, refused where it does not."""
 
+import html
 import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from delivery.engine.accounts import tenancy
 from delivery.engine.accounts.confirmation import current_token, token_hash
+from delivery.engine.accounts.subscribing import NOT_ALLOWED
 from delivery.engine.state import health
 from delivery.models import Delivery, Replay
 from delivery.web.portal.actions import ACTIONS, Action, done_words
@@ -33,7 +37,8 @@ def test_the_table_says_what_each_action_did(settings):
         "rotate": None,  # it shows the new secret on a page of its own
         "test": "A test event is on its way.", "delete": "Endpoint removed.", "replay": "Replay started.",
         "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
-        "move": HELD, "types": "The event types are saved."}
+        "move": HELD, "types": "The event types are saved.", "transformation": "The transformation is saved.",
+        "transformation_test": None}  # its result is shown in the editor
     assert done_words("retry") is None and done_words("") is None  # a delivery's, and none
 
 
@@ -53,6 +58,8 @@ def test_an_action_that_would_say_nothing_cannot_be_made():
         Action(run)
     with pytest.raises(ValueError, match="says what it did"):
         Action(run, done="Done.", shows=lambda result: ("secret.html", {}))
+    with pytest.raises(ValueError, match="says what it did"):
+        Action(run, done="Done.", on_page=True)
     assert Action(run, done="Done.").words() == "Done."
 
 
@@ -188,3 +195,76 @@ def test_a_name_that_is_no_action_and_another_tenants_subscription_are_not_found
         assert missing.status_code == 404 and "There is no such page here." in missing.content.decode(), path
         portal_headers(missing)
     assert Subscription.objects.get(id=globex).status == "confirmed"
+
+
+SLACK = ("function handler(webhook) {\n  webhook.payload = {text: 'New order ' + webhook.payload.id};\n"
+         "  return webhook;\n}")
+
+
+@pytest.fixture
+def editor(shop, user):
+    """Acme's subscription to order.created (its catalog example: order ord_1), the owner allowing transformations."""
+    EventType.objects.create(owner=user, name="order.created", example={"id": "ord_1"})
+    Subscription.objects.filter(id=shop["acme"]["subscription"]["id"]).update(event_types=["order.created"])
+    tenancy.portal_update(owner=user, allow_transformations=True)
+    return shop["acme"]["subscription"]["id"]
+
+
+def result_of(page) -> str:
+    """The test-run's result, as the editor shows it."""
+    body = page.content.decode()
+    assert page.status_code == 200 and "<body>" in body, page.status_code  # answered at the action's URL: no refresh
+    return html.unescape(body.split('<section id="transformation-result"')[1].split("</section>")[0])
+
+
+def test_a_test_run_shows_what_would_be_sent_and_keeps_the_editor_as_it_was(editor, link, client):
+    page = client.post(f"{link}subscriptions/{editor}/transformation_test/",
+                       {"code": SLACK, "payload": '{"id": "ord_7"}', "event_type": "order.created"})
+    shown = result_of(page)
+    assert '<dd id="transformation-method">POST</dd>' in shown and ">No</dd>" in shown
+    assert '"text": "New order ord_7"' in shown
+    assert f">{SLACK}</textarea>".replace("'", "&#x27;") in page.content.decode()  # what was typed stays
+    assert Subscription.objects.get(id=editor).transformation is None and not Delivery.objects.exists()
+    example = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": SLACK, "payload": " "})
+    assert '"text": "New order ord_1"' in result_of(example)  # no payload: the catalog's example of the type
+    cancel = "function handler(webhook) {\n  webhook.cancel = true;\n  return webhook;\n}"
+    cancelled = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": cancel, "payload": "{}"})
+    assert ">Yes: nothing would be sent</dd>" in result_of(cancelled)
+
+
+def test_a_failing_handler_shows_its_line_and_bad_input_is_refused_with_the_reason(editor, link, client):
+    failing = "function handler(webhook) {\n  return webhook.payload.customer.name;\n}"
+    page = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": failing, "payload": "{}"})
+    assert "Line 2: TypeError: Cannot read properties of undefined (reading 'name')" in result_of(page)
+    refused = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": SLACK, "payload": "{oops"})
+    assert refused.status_code == 400
+    assert 'id="transformation-error">The payload to test with is not JSON (JSONDecodeError).</p>' in (
+        refused.content.decode())
+    assert ">{oops</textarea>" in refused.content.decode()
+
+
+def test_saving_compiles_the_code_and_a_refusal_keeps_what_was_typed(editor, link, client):
+    unfinished = "function handler(webhook) {\n  return webhook +\n}"
+    refused = client.post(f"{link}subscriptions/{editor}/transformation/", {"code": unfinished, "enabled": "on"})
+    body = html.unescape(refused.content.decode())
+    assert refused.status_code == 400
+    assert 'id="transformation-error">line 3: SyntaxError: Unexpected token \'}\'</p>' in body
+    assert f">{unfinished}</textarea>" in body
+    assert Subscription.objects.get(id=editor).transformation is None
+    assert press(client, link, editor, "transformation", {"code": SLACK, "enabled": "on"}) == [
+        "The transformation is saved."]
+    assert Subscription.objects.get(id=editor).transformation == {"code": SLACK, "enabled": True}
+    assert press(client, link, editor, "transformation", {"code": SLACK}) == ["The transformation is saved."]
+    assert Subscription.objects.get(id=editor).transformation == {"code": SLACK, "enabled": False}
+    assert press(client, link, editor, "transformation", {"code": ""}) == ["The transformation is saved."]
+    assert Subscription.objects.get(id=editor).transformation is None
+
+
+def test_where_the_owner_does_not_allow_transformations_both_are_refused(editor, link, client, user):
+    tenancy.portal_update(owner=user, allow_transformations=False)
+    for name in ("transformation", "transformation_test"):
+        refused = client.post(f"{link}subscriptions/{editor}/{name}/", {"code": SLACK, "payload": "{}"})
+        assert refused.status_code == 403 and NOT_ALLOWED.replace("'", "&#x27;") in refused.content.decode()
+        assert 'id="transformation-code"' not in refused.content.decode()  # no editor on the page either
+        portal_headers(refused)
+    assert Subscription.objects.get(id=editor).transformation is None

@@ -1,12 +1,13 @@
 """The portal's pages (delivery/web/portal/pages.py): the tenant's endpoints, adding one, a subscription's page (at
-its address before the rename too), a delivery's page and its retry; each shows the tenant's own rows only and
-says what the last action did."""
+its address before the rename too, with its transformation editor where the owner allows them), a delivery's page
+and its retry; each shows the tenant's own rows only and says what the last action did."""
 
 import pytest
 from django.utils import timezone
 
+from delivery.engine.accounts import tenancy
 from delivery.models import Delivery
-from subscriptions.models import Subscription
+from subscriptions.models import EventType, Subscription, Tenant
 from tests.delivery.web.api.shop import shop as shop_fixture
 from tests.delivery.web.portal.links import link as link_fixture
 from tests.delivery.web.portal.links import path_of, portal_headers, words_shown
@@ -136,3 +137,20 @@ def test_a_tenant_key_sees_and_sets_no_owner_tuning(shop):
     assert topic["name"] == "orders" and not {"delivery_policy", "message_retention_days"} & set(topic)
     assert {"delivery_policy", "message_retention_days"} <= set(shop["api"].get(
         f"/api/topics/{shop['orders']['id']}/").json())
+
+
+def test_the_transformation_editor_is_offered_only_where_the_owner_allows_transformations(shop, link, client, user):
+    sub = shop["acme"]["subscription"]["id"]
+    assert 'id="transformation-code"' not in client.get(f"{link}subscriptions/{sub}/").content.decode()
+    EventType.objects.create(owner=user, name="order.created", example={"id": "ord_1", "total": "12.50"})
+    Subscription.objects.filter(id=sub).update(event_types=["order.created"], transformation={
+        "code": "function handler(webhook) { return webhook; }", "enabled": False})
+    tenancy.portal_update(owner=user, allow_transformations=True)
+    page = client.get(f"{link}subscriptions/{sub}/").content.decode()
+    editor = page.split('<section id="transformation"')[1].split("</section>")[0]
+    assert ">function handler(webhook) { return webhook; }</textarea>" in editor  # the saved code, switched off
+    assert 'id="transformation-enabled" name="enabled">' in editor
+    assert '{\n  "id": "ord_1",\n  "total": "12.50"\n}</textarea>' in editor.replace("&quot;", '"')  # its example
+    assert 'name="event_type" value="order.created"' in editor
+    read_only = tenancy.portal_link(Tenant.objects.get(external_id="acme"), read_only=True)
+    assert 'id="transformation-code"' not in client.get(f"{read_only}subscriptions/{sub}/").content.decode()

@@ -1,6 +1,6 @@
 """The subscriptions' view set (delivery/web/api/subscriptions/views.py): its secret shown once, endpoints shared by
-URL, addresses, policies, filters and credentials checked with the reason, nothing half-written; a changed URL takes
-its pending deliveries along."""
+URL, addresses, policies, filters, credentials and transformations checked with the reason, nothing half-written; a
+changed URL takes its pending deliveries along; a transformation test-run answers what would be sent, or why not."""
 
 import json
 from datetime import timedelta
@@ -9,14 +9,17 @@ import pytest
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from delivery.engine.accounts import recovery
+from delivery.engine.accounts import recovery, tenancy
 from delivery.engine.accounts.confirmation import token_hash
+from delivery.engine.accounts.subscribing import NOT_ALLOWED
 from delivery.models import Delivery
-from subscriptions.models import Endpoint, Subscription
+from subscriptions.models import Endpoint, EventType, Subscription
 from tests.conftest import subscribe
 from tests.delivery.web.api.calls import create_subscription, create_topic
+from tests.delivery.web.api.shop import shop as shop_fixture
 
 pytestmark = pytest.mark.django_db
+shop = shop_fixture  # the tenants' fixture, shared
 
 
 @pytest.fixture(autouse=True)
@@ -170,3 +173,130 @@ def test_a_confirmation_link_confirms_without_an_api_token_and_names_the_subscri
     assert (confirmed.status_code, confirmed.json()) == (200, {"detail": "Subscription confirmed.",
                                                                "subscription_id": subscription["id"]})
     assert Subscription.objects.get(id=subscription["id"]).status == "confirmed"
+
+
+# Transformations: written with the subscription (compiled, or refused with the line), test-run on their own.
+SLACK = ("function handler(webhook) {\n  webhook.payload = {text: 'New order ' + webhook.payload.id};\n"
+         "  return webhook;\n}")
+
+
+def transformed(api, **extra) -> tuple[dict, str]:
+    """A subscription to `orders` and the URL of its transformation's test-run."""
+    created = create_subscription(api, create_topic(api)["id"], **extra)
+    return created, f"/api/subscriptions/{created['id']}/transformation/test/"
+
+
+def test_a_transformation_is_written_read_and_removed_with_the_subscription(api):
+    created, _ = transformed(api, transformation={"code": SLACK})
+    assert created["transformation"] == {"code": SLACK, "enabled": True}
+    url = f"/api/subscriptions/{created['id']}/"
+    off = api.patch(url, {"transformation": {"code": SLACK, "enabled": False}}, format="json")
+    assert (off.status_code, off.json()["transformation"]) == (200, {"code": SLACK, "enabled": False})
+    removed = api.patch(url, {"transformation": None}, format="json")
+    assert (removed.status_code, removed.json()["transformation"]) == (200, None)
+    assert Subscription.objects.get(id=created["id"]).transformation is None
+
+
+@pytest.mark.parametrize("transformation, reason", [
+    ({"code": "function handler(webhook) {\n  return webhook +\n}"}, "line 3: SyntaxError: Unexpected token '}'"),
+    ({"code": "x" * 65_537}, "the code is larger than 65536 bytes (HERALD_TRANSFORM_CODE_MAX_BYTES)"),
+    ({"code": SLACK, "runtime": "node"}, 'has no runtime: must be {"code": "<JavaScript defining function '
+                                         'handler(webhook)>", "enabled": true} or null'),
+    ("function handler(w) { return w; }", 'must be {"code": "<JavaScript defining function handler(webhook)>", '
+                                          '"enabled": true} or null'),
+])
+def test_a_transformation_that_cannot_run_is_refused_with_the_reason_and_nothing_is_written(api, transformation,
+                                                                                            reason):
+    created, _ = transformed(api)
+    answer = api.patch(f"/api/subscriptions/{created['id']}/", {"transformation": transformation,
+                                                                "event_types": ["order.created"]}, format="json")
+    assert (answer.status_code, answer.json()) == (400, {"transformation": [reason]})
+    stored = Subscription.objects.get(id=created["id"])
+    assert (stored.transformation, stored.event_types) == (None, [])
+    made = api.post("/api/subscriptions/", {"topic": created["topic"], "endpoint": "http://127.0.0.1:9/other",
+                                            "transformation": transformation}, format="json")
+    assert (made.status_code, made.json()) == (400, {"transformation": [reason]})
+
+
+def test_batches_and_a_transformation_are_refused_in_either_order(api):
+    created, _ = transformed(api, max_events_per_batch=10)
+    url = f"/api/subscriptions/{created['id']}/"
+    answer = api.patch(url, {"transformation": {"code": SLACK}}, format="json")
+    assert answer.status_code == 400 and "CloudEvents batches" in answer.json()["transformation"][0]
+    assert api.patch(url, {"transformation": {"code": SLACK}, "max_events_per_batch": 1},
+                     format="json").status_code == 200
+    answer = api.patch(url, {"max_events_per_batch": 10}, format="json")
+    assert answer.status_code == 400 and "CloudEvents batches" in answer.json()["max_events_per_batch"][0]
+
+
+def test_a_test_run_on_a_given_payload_answers_what_would_be_sent(api):
+    _, url = transformed(api, transformation={"code": SLACK})
+    answer = api.post(url, {"payload": {"id": "ord_1042"}}, format="json")
+    assert (answer.status_code, answer.json()) == (200, {"ok": True, "method": "POST",
+                                                         "payload": {"text": "New order ord_1042"},
+                                                         "cancelled": False})
+    put = "function handler(webhook) {\n  webhook.method = 'PUT';\n  return webhook;\n}"
+    assert api.post(url, {"code": put, "payload": [1]}, format="json").json() == {
+        "ok": True, "method": "PUT", "payload": [1], "cancelled": False}  # the code given, not the saved one
+    assert Subscription.objects.get().transformation["code"] == SLACK
+
+
+def test_a_test_run_takes_the_catalogs_example_of_the_first_event_type_or_the_one_named(api, user):
+    EventType.objects.create(owner=user, name="order.created", example={"id": "ord_1"})
+    EventType.objects.create(owner=user, name="order.paid", example={"id": "ord_2"})
+    _, url = transformed(api, event_types=["order.created", "order.paid"], transformation={"code": SLACK})
+    assert api.post(url, {}, format="json").json()["payload"] == {"text": "New order ord_1"}
+    assert api.post(url, {"event_type": "order.paid"}, format="json").json()["payload"] == {
+        "text": "New order ord_2"}
+    echo = "function handler(webhook) { webhook.payload = webhook.eventType; return webhook; }"
+    assert api.post(url, {"code": echo, "payload": 1}, format="json").json()["payload"] == "order.created"
+
+
+def test_a_cancelled_send_and_a_failing_handler_are_answers_not_errors(api):
+    _, url = transformed(api)
+    cancel = "function handler(webhook) {\n  webhook.cancel = webhook.payload.test;\n  return webhook;\n}"
+    assert api.post(url, {"code": cancel, "payload": {"test": True}}, format="json").json() == {
+        "ok": True, "method": "POST", "payload": {"test": True}, "cancelled": True}
+    failing = "function handler(webhook) {\n  const order = null;\n  return order.id;\n}"
+    answer = api.post(url, {"code": failing, "payload": {}}, format="json")
+    assert (answer.status_code, answer.json()) == (200, {
+        "ok": False, "error": "TypeError: Cannot read properties of null (reading 'id')", "line": 3})
+    looping = "function handler(webhook) {\n  while (true) {}\n}"
+    assert api.post(url, {"code": looping, "payload": {}}, format="json").json() == {
+        "ok": False, "error": "timed out after 50 ms", "line": None}
+
+
+@pytest.mark.parametrize("body, field, reason", [
+    ({"payload": {}}, "code", "give the code to test: this subscription has no transformation saved"),
+    ({"code": SLACK}, "payload", "give a payload to test with: no event type of the catalog is named, whose "
+                                 "example it would take"),
+    ({"code": SLACK, "event_type": "order.refunded"}, "payload",
+     "give a payload to test with: the event type 'order.refunded' has no example in the catalog"),
+    ({"code": "x" * 65_537, "payload": {}}, "code",
+     "the code is larger than 65536 bytes (HERALD_TRANSFORM_CODE_MAX_BYTES)"),
+    ({"code": "", "payload": {}}, "code", "This field may not be blank."),
+    ({"code": SLACK, "payload": {}, "script": "x"}, "script", "unknown field; this request takes code, event_type, "
+                                                             "payload"),
+])
+def test_a_test_run_that_cannot_be_made_is_a_400_naming_the_field(api, body, field, reason):
+    _, url = transformed(api)
+    answer = api.post(url, body, format="json")
+    assert (answer.status_code, answer.json()) == (400, {field: [reason]})
+
+
+def test_another_owners_subscription_is_not_found_and_runs_nothing(api, other_api):
+    _, url = transformed(api, transformation={"code": SLACK})
+    assert other_api.post(url, {"payload": {"id": 1}}, format="json").status_code == 404
+
+
+def test_a_tenant_writes_and_test_runs_a_transformation_where_its_owner_allows_it(shop, user):
+    acme, sub = shop["acme"]["client"], shop["acme"]["subscription"]["id"]
+    url = f"/api/subscriptions/{sub}/"
+    refused = acme.patch(url, {"transformation": {"code": SLACK}}, format="json")
+    assert (refused.status_code, refused.json()) == (403, {"transformation": [NOT_ALLOWED]})
+    assert acme.post(url + "transformation/test/", {"code": SLACK, "payload": {"id": 7}},
+                     format="json").status_code == 403
+    tenancy.portal_update(owner=user, allow_transformations=True)
+    assert acme.patch(url, {"transformation": {"code": SLACK}}, format="json").status_code == 200
+    assert acme.post(url + "transformation/test/", {"payload": {"id": 7}}, format="json").json()["payload"] == {
+        "text": "New order 7"}
