@@ -68,7 +68,7 @@ def resolve_topic(topic, owner=None, create: bool | None = None) -> Topic:
 def publish(topic, payload=None, *, owner=None, event_type: str = "herald.message", subject: str = "",
             attributes: dict | None = None, idempotency_key: str | None = None, text: str | None = None,
             create: bool | None = None, ordering_key: str | None = None, tenant=None,
-            broadcast: bool = False, unknown_tenant: str | None = None) -> Message:
+            broadcast: bool = False, unknown_tenant: str | None = None, event_version: str | None = None) -> Message:
     """Publish an event to `topic` (a Topic, or a topic's name with `owner` or HERALD_PUBLISH_OWNER) and return
     its Message. `payload` is any JSON value; `text` sends plain text instead. Inside `transaction.atomic()` the
     event is part of the caller's transaction: nothing is sent unless and until it commits. The same
@@ -79,9 +79,12 @@ def publish(topic, payload=None, *, owner=None, event_type: str = "herald.messag
     the owner has not registered is, by `unknown_tenant` (default HERALD_PUBLISH_UNKNOWN_TENANT, "record"):
     "record" (the message is kept for the owner's own subscriptions, a warning logged: the caller's transaction
     goes on), "create" (the tenant is registered now, within HERALD_MAX_TENANTS_PER_OWNER) or "refuse"
-    (PublishError)."""
+    (PublishError). `event_version`: the version of its event type the payload is in (default: the latest; see
+    docs/versions.md)."""
     resolved = resolve_topic(topic, owner, create)
     data = {"event_type": event_type, "subject": subject, "attributes": attributes or {}}
+    if event_version is not None:
+        data["event_version"] = event_version
     if ordering_key is not None:
         data["ordering_key"] = ordering_key
     if tenant is not None:

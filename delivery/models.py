@@ -35,6 +35,8 @@ class Message(models.Model):
     tenant_external_id = models.CharField(max_length=256, blank=True, default="", db_default="", help_text=(
         "The tenant's external id it was published for, when no tenant of the owner had it."))
     event_type = models.CharField(max_length=256, default="herald.message")
+    event_version = models.CharField(max_length=64, blank=True, default="", db_default="", help_text=(
+        "The version of its event type its payload is in (empty: its type has no versions)."))
     subject = models.CharField(max_length=1024, blank=True, default="")
     payload = models.JSONField(null=True, blank=True)
     payload_is_text = models.BooleanField(default=False, help_text="Published as `message` (text), not `payload`.")

@@ -6,6 +6,13 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+# The event catalog's models live in subscriptions/catalog.py (imported here, so they are this app's).
+from subscriptions.catalog import (  # noqa: F401
+    EVENT_TYPE_NAME_VALIDATOR,
+    EVENT_VERSION_VALIDATOR,
+    EventType,
+    EventTypeVersion,
+)
 from subscriptions.secrets import EncryptedSecretField, Unreadable, UnreadableSecret
 from subscriptions.states import FILTER_SCOPES, EndpointState, SignatureScheme, SubscriptionStatus, choices
 
@@ -22,10 +29,6 @@ def generate_secret() -> str:
 
 TENANT_ID_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9_.:@-]{1,128}\Z", "Use 1 to 128 letters, digits, '_', '.', ':', '@' or '-'.")
-EVENT_TYPE_NAME_VALIDATOR = RegexValidator(
-    r"^[A-Za-z0-9_.:-]{1,256}\Z", "Use 1 to 256 letters, digits, '_', '.', ':' or '-'.")
-
-
 class Tenant(models.Model):
     """One of an owner's customers, who subscribes to the owner's open topics itself (with a tenant API key or
     through a portal link) and receives only the events published for it, or for everyone (docs/tenants.md)."""
@@ -83,34 +86,6 @@ class Portal(models.Model):
 
     def __str__(self):
         return self.name or str(self.owner)
-
-
-class EventType(models.Model):
-    """An entry of an owner's event catalog: what a subscriber may choose, what a payload of it looks like."""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="event_types")
-    name = models.CharField(max_length=256, validators=[EVENT_TYPE_NAME_VALIDATOR])
-    description = models.TextField(blank=True, default="")
-    schema = models.JSONField(null=True, blank=True, help_text="A JSON Schema (2020-12) of its payload.")
-    example = models.JSONField(null=True, blank=True)
-    validate_payloads = models.BooleanField(default=False, help_text=(
-        "Check each publish's payload against the schema (what a mismatch does: on_mismatch)."))
-    on_mismatch = models.CharField(max_length=8, default="refuse", db_default="refuse", choices=[
-        ("refuse", "refuse the publish (400 naming the path)"),
-        ("record", "record the mismatch on the message and deliver it")], help_text=(
-        "What a payload that does not match does, with validate_payloads: refuse it, or record why on the message "
-        "(the fan-out shows it, the log and /metrics count it) and deliver it all the same."))
-    deprecated = models.BooleanField(default=False)
-    open_to_tenants = models.BooleanField(default=True, help_text=(
-        "Tenants see it and may choose it (on a topic open to them)."))
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="event_type_unique_per_owner")]
-
-    def __str__(self):
-        return self.name
 
 
 class Topic(models.Model):
@@ -201,6 +176,9 @@ class Subscription(models.Model):
         "Up to 10 extra request headers: {name, value} or {name, from_attribute}; secret values are stored "
         "encrypted and never shown again (docs/delivery-headers.md)."))
     raw_message_delivery = models.BooleanField(default=False)
+    event_version = models.CharField(max_length=64, blank=True, default="", db_default="", help_text=(
+        "The event version this endpoint was built for: each event is delivered in the newest version of its type "
+        "not after this one (docs/versions.md). Empty: the latest."))
     transformation = models.JSONField(null=True, blank=True, help_text=(
         "{code, enabled}: JavaScript defining handler(webhook), run before each send to change the payload or the "
         "method, or to cancel it (docs/transformations.md)."))

@@ -14,6 +14,16 @@ MAX_EVENT_TYPE, MAX_SUBJECT, MAX_ORDERING_KEY = 256, 1024, 256
 ONE_OF = "Give exactly one of payload (JSON) or message (text)."
 
 
+VERSION_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.-]{0,63}")
+
+
+def event_version_problem(value) -> str | None:
+    """The version a payload is in (docs/versions.md): absent or null for the latest of its type."""
+    if value is None or (isinstance(value, str) and VERSION_NAME.fullmatch(value)):
+        return None
+    return "must be a version's name: 1 to 64 letters, digits, '_', '.' or '-' (e.g. 2026-11-01)"
+
+
 def event_type_problem(value) -> str | None:
     if not isinstance(value, str) or not value:
         return "must be a non-empty string"
@@ -92,7 +102,7 @@ def problems(data: Mapping) -> dict[str, str]:
     elif "message" in data and not isinstance(data["message"], str):
         found["message"] = "must be a string"
     checks = (("event_type", event_type_problem, DEFAULT_EVENT_TYPE), ("ordering_key", ordering_key_problem, None),
-              ("attributes", attributes_problem, {}))
+              ("attributes", attributes_problem, {}), ("event_version", event_version_problem, None))
     for name, check, default in checks:
         reason = check(data.get(name, default))
         if reason:

@@ -16,7 +16,8 @@ OAUTH_CREDENTIALS = ("oauth_token_url", "oauth_client_id", "oauth_client_secret"
 # nothing else (`subscribing.subscription_update` refuses any other name), the API's create passes them on.
 CREDENTIALS = ("client_certificate", "client_key", *OAUTH_CREDENTIALS, "oauth_scope")
 STREAM_OPTIONS = ("filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
-                  "preferred_batch_size_kb", "delivery_headers", "send_trace_context", "transformation")
+                  "preferred_batch_size_kb", "delivery_headers", "send_trace_context", "transformation",
+                  "event_version")
 UPDATABLE = ("endpoint", "delivery_policy", "filter_policy", "raw_message_delivery", "signature_scheme",
              *CREDENTIALS, *STREAM_OPTIONS)
 RAW_AND_BATCHES = "batches are CloudEvents batches; they cannot be combined with raw_message_delivery"

@@ -16,6 +16,10 @@ from delivery.rules import signing
 
 CLOUDEVENTS_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
 CLOUDEVENTS_BATCH_CONTENT_TYPE = "application/cloudevents-batch+json; charset=utf-8"
+# The payload's event version as a CloudEvents extension attribute (`ce-eventversion` in binary mode), and as a
+# header of Herald's on every request (docs/versions.md, "On the wire").
+VERSION_ATTRIBUTE = "eventversion"
+VERSION_HEADER = "herald-event-version"
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class Envelope:
     extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
     secret_headers: frozenset[str] = frozenset()
     replay: int | None = None  # the replay that re-delivers this message, if any
+    event_version: str = ""  # the version of its event type the payload is in, as sent (docs/versions.md)
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,8 @@ def cloudevent(envelope: Envelope) -> dict:
     }
     if envelope.subject:
         event["subject"] = envelope.subject
+    if envelope.event_version:
+        event[VERSION_ATTRIBUTE] = envelope.event_version
     return event
 
 
@@ -126,6 +133,8 @@ def binary_headers(envelope: Envelope, content_type: str) -> dict[str, str]:
     }
     if envelope.subject:
         headers["ce-subject"] = header_value(envelope.subject)
+    if envelope.event_version:
+        headers[f"ce-{VERSION_ATTRIBUTE}"] = envelope.event_version
     return headers
 
 
@@ -168,8 +177,8 @@ def build_batch_request(envelopes: list[Envelope], *, attempt_number: int, now: 
     replays = sorted({envelope.replay for envelope in envelopes} - {None})
     if replays:
         headers["herald-replay"] = ",".join(str(replay) for replay in replays)
-    return signed(replace(first, extra_headers=shared, replay=None), body, headers, message_id=batch_id,
-                  attempt_number=attempt_number, now=now)
+    return signed(replace(first, extra_headers=shared, replay=None, event_version=""), body, headers,
+                  message_id=batch_id, attempt_number=attempt_number, now=now)
 
 
 def webhook_id(envelope: Envelope) -> str:
@@ -197,6 +206,8 @@ def signed(envelope: Envelope, body: bytes, headers: dict, *, message_id: str, a
     )
     if envelope.replay is not None:
         headers["herald-replay"] = str(envelope.replay)
+    if envelope.event_version:
+        headers[VERSION_HEADER] = envelope.event_version
     if any(name.startswith("ce-") for name in headers):  # a raw delivery: sign the attributes its headers carry
         headers[signing.ATTRIBUTES_SIGNATURE_HEADER] = signing.signature_header(
             envelope.secrets, message_id, timestamp, signing.attribute_bytes(headers))

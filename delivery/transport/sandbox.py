@@ -115,15 +115,18 @@ class Outcome:
     cancel: bool = False
     error: str = ""
     line: int | None = None
+    step: str = ""  # which code failed, where several run one after another (a version's down-converter)
 
     @property
     def ok(self) -> bool:
         return not self.error
 
     def reason(self) -> str:
-        """The error as a delivery records it: `transformation_failed: line 3: TypeError: …`."""
+        """The error as a delivery records it: `transformation_failed: line 3: TypeError: …` (after the step's name,
+        `down-converter of 2026-06-01: `, for a version's)."""
         where = f"line {self.line}: " if self.line else ""
-        return f"transformation_failed: {where}{self.error}"
+        step = f"{self.step}: " if self.step else ""
+        return f"transformation_failed: {step}{where}{self.error}"
 
 
 def source(code: str, webhook: dict, now_ms: int, max_output: int) -> str:

@@ -43,7 +43,7 @@ def apply(sandbox: Sandbox, rendering: Rendering, url: str = "") -> Outcome:
         given = webhook(rendering.event_type, current.payload, current.method, url)
         current = sandbox.run(code, given, now_ms=rendering.now_ms)
         if not current.ok:
-            return Outcome(error=f"{name}: {current.error}" if name else current.error, line=current.line)
+            return Outcome(error=current.error, line=current.line, step=name)
         if current.cancel:
             break
     return current

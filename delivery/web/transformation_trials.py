@@ -8,7 +8,7 @@ what the handler returned or why it could not (its line, when the error has one)
 400 naming the field; a tenant's subscription where the owner's portal does not allow transformations, a 403.
 """
 
-from delivery.engine.accounts import subscribing
+from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import subscription_rules
 from delivery.transport import transforms
@@ -22,7 +22,7 @@ NO_CODE = "give the code to test: this subscription has no transformation saved"
 def trial(subscription: Subscription, *, code: str | None = None, payload=ABSENT, event_type: str | None = None
           ) -> Outcome:
     """One run of the transformation on a webhook of `event_type` carrying `payload` (see the module's docstring)."""
-    subscribing.tenant_transformations(subscription.tenant if subscription.tenant_id is not None else None)
+    tenancy.tenant_transformations(subscription.tenant if subscription.tenant_id is not None else None)
     if code is None:
         code = (subscription.transformation or {}).get("code")
         if not code:

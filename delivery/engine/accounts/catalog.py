@@ -16,8 +16,8 @@ from django.urls import reverse
 from delivery.conf import herald
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.plumbing.shortcuts import Statement
-from delivery.rules import json_schema, schema_budget
-from subscriptions.models import EventType
+from delivery.rules import event_versions, json_schema, schema_budget
+from subscriptions.models import EventType, EventTypeVersion
 
 _compiled: dict[str, object] = {}
 COMPILED_MAX = 1000
@@ -89,7 +89,7 @@ def _check(schema, payload, allowance: schema_budget.Allowance | None = None) ->
     return MISMATCH, f"{path}: {error.message[:300]}"
 
 
-def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, str]]:
+def refusals(owner_id: int, entries, schemas: dict | None = None) -> tuple[dict[int, ApplicationError], dict[int, str]]:
     """For the entries whose event type the owner validates and whose payload does not match its schema (or could
     not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
     mismatch and delivers). One query for the batch, and only when the owner validates some type. The entries
@@ -104,6 +104,7 @@ def refusals(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[
     for n, entry in enumerate(entries):
         if entry.event_type in checked:
             schema, on_mismatch = checked[entry.event_type]
+            schema = (schemas or {}).get(n) or schema  # a versioned type: the payload's version's, if it has one
             found = _check(schema, entry.payload, allowance)
             if found is None:
                 continue
@@ -157,3 +158,48 @@ def tenant_choice_problem(owner_id: int, event_types) -> str | None:
     if unknown:
         return f"not in the catalog of event types you may choose: {', '.join(repr(n) for n in unknown[:5])}"
     return None
+
+
+def _versions(owner_id: int, types) -> dict[str, dict[str, object]]:
+    """{type: {version name: its schema}} of the owner's event types among `types` that have versions."""
+    found: dict[str, dict[str, object]] = {}
+    for type_name, name, schema in EventTypeVersion.objects.filter(
+            event_type__owner_id=owner_id, event_type__name__in=types).values_list("event_type__name", "name",
+                                                                                   "schema"):
+        found.setdefault(type_name, {})[name] = schema
+    return found
+
+
+def versions_published(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, tuple[str, object]]]:
+    """Which version each entry's payload is in (docs/versions.md): ({index: 400} for a version its type does not
+    have, {index: (version, its schema)} for each entry of a type with versions: the one it names, else the
+    latest). One query for the batch."""
+    known = _versions(owner_id, sorted({entry.event_type for entry in entries}))
+    refused, resolved = {}, {}
+    for n, entry in enumerate(entries):
+        names = known.get(entry.event_type, {})
+        problem = event_versions.published_problem(list(names), entry.event_version, entry.event_type)
+        if problem:
+            refused[n] = ApplicationError(problem, field="event_version")
+        elif names:
+            name = entry.event_version or event_versions.latest(list(names))
+            resolved[n] = (name, names[name])
+    return refused, resolved
+
+
+def latest_version(owner_id: int) -> str:
+    """The latest version name of the owner's catalog ("" if it has none): a new subscription's pin."""
+    return event_versions.latest(list(EventTypeVersion.objects.filter(event_type__owner_id=owner_id)
+                                      .values_list("name", flat=True).distinct()))
+
+
+def checked_pin(owner_id: int, pin) -> str:
+    """A subscription's event version as stored: "" (the latest) or a version name of the owner's catalog."""
+    if pin in (None, ""):
+        return ""
+    if not isinstance(pin, str) or not EventTypeVersion.objects.filter(event_type__owner_id=owner_id,
+                                                                      name=pin).exists():
+        raise ApplicationError(f"{str(pin)[:64]!r} is not a version of any event type of the catalog",
+                               field="event_version")
+    return pin
+

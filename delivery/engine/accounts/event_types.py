@@ -11,8 +11,9 @@ from django.db import IntegrityError, connection, transaction
 
 from delivery.engine.accounts import catalog, quotas
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.rules import catalog_entry
-from subscriptions.models import EventType, Subscription
+from delivery.rules import catalog_entry, event_versions
+from delivery.transport import sandbox, transforms
+from subscriptions.models import EVENT_VERSION_VALIDATOR, EventType, EventTypeVersion, Subscription
 
 FIELDS = ("name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
           "open_to_tenants")
@@ -90,3 +91,40 @@ def _saved(event_type: EventType) -> EventType:
     except IntegrityError:
         raise ApplicationError("Your catalog already has this event type.", field="name", status_code=409) from None
     return event_type
+
+
+def version_problems(event_type: EventType, name, schema, example, down_converter) -> dict[str, str]:
+    """{field: reason} for a new version of `event_type` (docs/versions.md): a name that sorts after its others, a
+    schema and example as an entry's, and a down-converter that compiles (none for the first version)."""
+    if not isinstance(name, str) or not EVENT_VERSION_VALIDATOR.regex.match(name):
+        return {"name": EVENT_VERSION_VALIDATOR.message}
+    if not isinstance(down_converter, str):
+        return {"down_converter": "must be a string of JavaScript"}
+    names = list(event_type.versions.values_list("name", flat=True))
+    found = event_versions.new_version_problem(names, name, down_converter)
+    found.update(catalog.entry_problems(schema, example, validate_payloads=False))
+    if down_converter.strip() and "down_converter" not in found:
+        compiled = sandbox.check(down_converter, transforms.limits())
+        if not compiled.ok:
+            found["down_converter"] = f"line {compiled.line}: {compiled.error}" if compiled.line else compiled.error
+    return found
+
+
+def event_version_create(*, event_type: EventType, name: str, schema=None, example=None,
+                         down_converter: str = "") -> EventTypeVersion:
+    """A new version of `event_type`, after its others. The subscriptions of its owner that follow the latest
+    (no version pinned) are pinned to the version that was the latest until now, so that none of them receives a
+    new shape it was not built for: a subscription moves to a newer version when its owner (or tenant) says so."""
+    with transaction.atomic():
+        EventType.objects.select_for_update().filter(pk=event_type.pk).first()  # one new version at a time
+        found = version_problems(event_type, name, schema, example, down_converter)
+        if found:
+            raise ApplicationError.of_problems(found)
+        until_now = catalog.latest_version(event_type.owner_id)
+        version = EventTypeVersion.objects.create(event_type=event_type, name=name, schema=schema, example=example,
+                                                  down_converter=down_converter)
+        if until_now:
+            Subscription.objects.filter(topic__owner_id=event_type.owner_id, event_version="").update(
+                event_version=until_now)
+    return version
+

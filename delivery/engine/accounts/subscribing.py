@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from delivery.conf import herald
-from delivery.engine.accounts import catalog, policies, quotas, signing_secrets
+from delivery.engine.accounts import catalog, policies, quotas, signing_secrets, tenancy
 from delivery.engine.accounts.confirmation import confirmation_request
 from delivery.engine.plumbing import clock
 from delivery.engine.plumbing.errors import ApplicationError
@@ -15,7 +15,7 @@ from delivery.engine.state import lifecycle
 from delivery.rules import client_certificates, delivery_headers, subscription_rules
 from delivery.rules.header_text import control_problem
 from delivery.transport import sandbox, ssrf, transforms
-from subscriptions.models import Endpoint, Portal, Subscription, Topic
+from subscriptions.models import Endpoint, Subscription, Topic
 from subscriptions.secrets import encrypt
 from subscriptions.states import SignatureScheme
 from subscriptions.urlnorm import DEFAULT_PORTS, InvalidURL, normalize_url
@@ -108,12 +108,13 @@ def options_only(given: dict, options: tuple[str, ...]) -> None:
         raise ApplicationError(f"not an option of a subscription one can set: {', '.join(unknown)}", field=unknown[0])
 
 
-def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None) -> dict:
+def checked_options(changes: dict, subscription: Subscription | None = None, *, now=None, owner_id=None) -> dict:
     """`changes` to a subscription's stream options and credentials as they are stored, checked here for every door
     (API, admin, portal, Python): event types ([] for all); delivery headers validated, their secret values
     encrypted (a secret given without a value keeps the stored one); a client certificate and key inspected (its
-    expiry noted; both empty remove them); a transformation compiled; OAuth2 credentials (all empty remove them and
-    the scope; a token URL is checked as an endpoint is). A 400 naming the field otherwise."""
+    expiry noted; both empty remove them); a transformation compiled; an event version of the owner's catalog;
+    OAuth2 credentials (all empty remove them and the scope; a token URL is checked as an endpoint is). A 400
+    naming the field otherwise."""
     changes = dict(changes)
     current = subscription_rules.stored(subscription) if subscription is not None else {}
     if "event_types" in changes:
@@ -132,6 +133,9 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
             changes.update(client_certificate="", client_key="", client_certificate_expires_at=None)
     if "transformation" in changes:
         changes["transformation"] = checked_transformation(changes["transformation"])
+    if "event_version" in changes:
+        owner_id = subscription.topic.owner_id if subscription is not None else owner_id
+        changes["event_version"] = catalog.checked_pin(owner_id, changes["event_version"])
     credentials = subscription_rules.OAUTH_CREDENTIALS
     if any(name in changes for name in credentials):
         if not any({**current, **changes}.get(name) for name in credentials):  # all three removed
@@ -139,9 +143,6 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
         elif changes.get("oauth_token_url"):
             changes["oauth_token_url"] = checked_url(changes["oauth_token_url"], "oauth_token_url")
     return changes
-
-
-NOT_ALLOWED = "Transformations are not allowed here: the owner's portal settings do not allow them for tenants."
 
 
 def checked_transformation(value) -> dict | None:
@@ -154,12 +155,6 @@ def checked_transformation(value) -> dict | None:
         where = f"line {compiled.line}: " if compiled.line else ""
         raise ApplicationError(problem or f"{where}{compiled.error}", field="transformation")
     return subscription_rules.transformation_stored(value)
-
-
-def tenant_transformations(tenant) -> None:
-    """A tenant's transformation is set or test-run where its owner's portal allows them, else a 403 (not removed)."""
-    if tenant is not None and not Portal.objects.filter(owner_id=tenant.owner_id, allow_transformations=True).exists():
-        raise ApplicationError(NOT_ALLOWED, field="transformation", status_code=403)
 
 
 def _stored_headers(changes: dict, subscription: Subscription | None) -> list[dict]:
@@ -191,9 +186,9 @@ def subscription_create(
     types chosen from the catalog), with an endpoint record of its own, within the tenant's quotas."""
     options_only(credentials, (*subscription_rules.CREDENTIALS, *subscription_rules.STREAM_OPTIONS))
     if credentials.get("transformation") is not None:
-        tenant_transformations(tenant)
+        tenancy.tenant_transformations(tenant)
     policies.subscription_policy_checked(delivery_policy, topic=topic)
-    credentials = checked_options(credentials)
+    credentials = checked_options(credentials, owner_id=topic.owner_id)
     if tenant is not None:
         tenant_rules(topic, tenant, credentials.get("event_types"))
     check_rules({}, {"filter_policy": filter_policy, "raw_message_delivery": raw_message_delivery, **credentials})
@@ -223,7 +218,9 @@ def subscription_create(
             raw_message_delivery=bool(raw_message_delivery),
             signature_scheme=scheme,
             secret=secret,
-            **credentials,  # mTLS certificate and key, OAuth2 client credentials (validated by the caller)
+            # mTLS certificate and key, OAuth2 client credentials, options (checked above); by default the event
+            # version it is pinned to is the catalog's latest (docs/versions.md)
+            **{"event_version": catalog.latest_version(topic.owner_id), **credentials},
             status=Subscription.Status.CONFIRMED if confirmed else Subscription.Status.PENDING_CONFIRMATION,
             confirmed_at=clock.now() if confirmed else None,  # confirmed however: no handshake was required
         )
@@ -276,7 +273,7 @@ def subscription_update(*, subscription: Subscription, now=None, **changes) -> S
     held (their time-to-live runs), not lost: confirming releases them."""
     options_only(changes, subscription_rules.UPDATABLE)
     if changes.get("transformation") is not None and subscription.tenant_id is not None:
-        tenant_transformations(subscription.tenant)
+        tenancy.tenant_transformations(subscription.tenant)
     changes = checked_options(changes, subscription, now=now)
     check_rules(subscription_rules.stored(subscription), changes)
     if subscription.tenant_id is not None and "event_types" in changes:

@@ -30,6 +30,14 @@ from subscriptions.models import Endpoint, Portal, Subscription, Tenant, TenantK
 KEY_PREFIX = "htk_"
 PORTAL_SALT = "herald.portal"
 
+NOT_ALLOWED = "Transformations are not allowed here: the owner's portal settings do not allow them for tenants."
+
+
+def tenant_transformations(tenant) -> None:
+    """A tenant's transformation is set or test-run where its owner's portal allows them, else a 403 (not removed)."""
+    if tenant is not None and not Portal.objects.filter(owner_id=tenant.owner_id, allow_transformations=True).exists():
+        raise ApplicationError(NOT_ALLOWED, field="transformation", status_code=403)
+
 
 @dataclass(frozen=True)
 class TenantAccess:

@@ -51,6 +51,7 @@ class Entry:
     payload: object
     payload_is_text: bool = False
     event_type: str = "herald.message"
+    event_version: str | None = None  # the version its payload is in (None: the latest of its type, if it has any)
     subject: str = ""
     attributes: dict = field(default_factory=dict)
     idempotency_key: str | None = None
@@ -67,6 +68,8 @@ class Entry:
                  "subject": self.subject, "attrs": self.attributes or {}}
         if self.ordering_key:
             parts["ordering_key"] = self.ordering_key
+        if self.event_version:
+            parts["event_version"] = self.event_version
         if self.tenant or self.broadcast:
             parts["audience"] = self.tenant or "*"
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
@@ -90,7 +93,8 @@ def entry_from(data: dict, *, idempotency_key: str | None = None) -> Entry:
         raise ApplicationError(f"The payload is {size} bytes; the limit is {limit}.", status_code=413)
     return Entry(payload=payload, payload_is_text=is_text,
                  event_type=data.get("event_type", publish_input.DEFAULT_EVENT_TYPE),
-                 subject=data.get("subject", ""), attributes=data.get("attributes") or {},
+                 event_version=data.get("event_version") or None, subject=data.get("subject", ""),
+                 attributes=data.get("attributes") or {},
                  idempotency_key=data.get("idempotency_key") or idempotency_key,
                  ordering_key=data.get("ordering_key") or None, tenant=data.get("tenant") or None,
                  broadcast=bool(data.get("broadcast")), unknown_tenant=data.get("unknown_tenant") or "refuse")
@@ -130,8 +134,11 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
 
 def _publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | ApplicationError]:
     results: dict[int, Published | ApplicationError]
-    results, mismatched = catalog.refusals(topic.owner_id, entries)
-    entries = list(entries)
+    results, versions = catalog.versions_published(topic.owner_id, entries)
+    entries = [replace(entry, event_version=versions[n][0]) if n in versions else entry
+               for n, entry in enumerate(entries)]
+    refused, mismatched = catalog.refusals(topic.owner_id, entries, {n: schema for n, (_, schema) in versions.items()})
+    results.update(refused)
     for n, why in mismatched.items():  # the event type records a mismatch and delivers
         entries[n] = replace(entries[n], schema_mismatch=why)
         log.warning("a message to topic %r is published all the same (on_mismatch=record): %s", topic.name, why)
@@ -279,6 +286,7 @@ def _message(topic: Topic, entry: Entry, now, **written) -> Message:
     """The message row of an entry (unsaved); `written`: what the write decided (its fan-out, its trace)."""
     return Message(
         topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
+        event_version=entry.event_version or "",
         subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
         idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
         ordering_key=entry.ordering_key or None, tenant_id=entry.tenant_id,

@@ -13,8 +13,8 @@ from delivery.engine.plumbing import clock
 from delivery.engine.sending import oauth, recording
 from delivery.engine.sending.recording import Tried
 from delivery.models import Delivery
-from delivery.rules import batching, delivery_headers, wire
-from subscriptions.models import Subscription
+from delivery.rules import batching, delivery_headers, event_versions, wire
+from subscriptions.models import EventTypeVersion, Subscription
 from subscriptions.secrets import decrypt
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ def envelope(delivery: Delivery, policy) -> wire.Envelope:
         extra_headers=headers,
         secret_headers=secret,
         replay=delivery.replay_id,
+        event_version=message.event_version,
     )
 
 
@@ -64,18 +65,52 @@ def transformation_code(subscription: Subscription) -> str:
     return code if isinstance(code, str) else ""
 
 
+def versions_of(deliveries: list[Delivery]) -> dict[tuple[int, str], list[event_versions.Version]]:
+    """{(owner, event type): its versions} for the deliveries of versioned events (one query; none if there are
+    none)."""
+    wanted = {(d.owner_id, d.message.event_type) for d in deliveries}
+    if not wanted:
+        return {}
+    found: dict[tuple[int, str], list[event_versions.Version]] = {}
+    rows = EventTypeVersion.objects.filter(event_type__owner_id__in={o for o, _ in wanted},
+                                           event_type__name__in={t for _, t in wanted})
+    for owner, type_name, name, code in rows.values_list("event_type__owner_id", "event_type__name", "name",
+                                                        "down_converter"):
+        found.setdefault((owner, type_name), []).append(event_versions.Version(name, code))
+    return found
+
+
+def in_pinned_version(delivery: Delivery, envelope: wire.Envelope, catalog: dict) -> tuple[tuple, wire.Envelope]:
+    """The down-converters that bring the delivery's event to the version its subscription is pinned to, and the
+    envelope saying the version it goes out in (docs/versions.md)."""
+    published = envelope.event_version
+    versions = catalog.get((delivery.owner_id, envelope.event_type), []) if published else []
+    target = event_versions.received([v.name for v in versions], delivery.subscription.event_version)
+    steps = event_versions.down_steps(versions, published, target)
+    return steps, replace(envelope, event_version=target) if steps else envelope
+
+
 def rendering(subscription: Subscription, envelope: wire.Envelope, request: wire.OutgoingRequest, number: int,
-              now) -> wire.Rendering:
-    """What the transport runs before sending: the subscription's handler on the message's payload, then the
-    transformed request, signed, with the OAuth2 credentials `request` carries."""
+              now, steps: tuple = ()) -> wire.Rendering:
+    """What the transport runs before sending: the down-converters `steps`, then the subscription's handler, on
+    the message's payload; then the request, signed, with the OAuth2 credentials `request` carries (the handler's
+    body, or the event with its payload in the version it goes out in)."""
+    code = transformation_code(subscription)
     return wire.Rendering(event_type=envelope.event_type, payload=envelope.payload,
-                          steps=(("", transformation_code(subscription)),),
+                          steps=(*steps, ("", code)) if code else tuple(steps),
                           now_ms=int(envelope.published_at.timestamp() * 1000),
-                          finish=functools.partial(transformed, envelope, number, now, request.credentials))
+                          finish=functools.partial(transformed if code else converted, envelope, number, now,
+                                                   request.credentials))
 
 
 def transformed(envelope: wire.Envelope, number: int, now, credentials, payload, method: str) -> wire.OutgoingRequest:
     return replace(wire.transformed_request(envelope, payload, method, attempt_number=number, now=now),
+                   credentials=credentials)
+
+
+def converted(envelope: wire.Envelope, number: int, now, credentials, payload, _method: str) -> wire.OutgoingRequest:
+    """The event as it always goes out, its payload brought to its subscription's version."""
+    return replace(wire.build_request(replace(envelope, payload=payload), attempt_number=number, now=now),
                    credentials=credentials)
 
 
@@ -108,20 +143,23 @@ def build_requests(units: list[list], failed: list[Tried], queue_name: str, prep
     """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
     built fails alone (each of its rows gets the failed try). `prepared`: envelopes `batched` already made."""
     built, prepared = [], prepared or {}
+    catalog = versions_of([unit[0][0] for unit in units if len(unit) == 1 and unit[0][0].message.event_version])
     for unit in units:
         numbers = [delivery.attempt_count + 1 for delivery, _ in unit]
         subscription = unit[0][0].subscription
         try:
             envelopes = [prepared.get(delivery.id) or envelope(delivery, policy) for delivery, policy in unit]
-            now = clock.now()
+            now, steps = clock.now(), ()
             if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
+                steps, envelopes[0] = in_pinned_version(unit[0][0], envelopes[0], catalog)
                 request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=now)
             else:
                 request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=now)
             if oauth.configured(subscription):
                 request = oauth.authorize(request, subscription)
-            if subscription.max_events_per_batch == 1 and transformation_code(subscription):
-                request = replace(request, rendering=rendering(subscription, envelopes[0], request, numbers[0], now))
+            if subscription.max_events_per_batch == 1 and (steps or transformation_code(subscription)):
+                request = replace(request, rendering=rendering(subscription, envelopes[0], request, numbers[0], now,
+                                                               steps))
         except Exception as exc:
             log.exception("deliveries %s: their request could not be built", [d.id for d, _ in unit])
             failed.extend(recording.internal_failure(delivery, policy, exc, queue_name) for delivery, policy in unit)

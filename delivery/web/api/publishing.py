@@ -28,6 +28,9 @@ class PublishSerializer(SharedFields, StrictInput, serializers.Serializer):
                                     help_text="Plain text, instead of payload.")
     event_type = serializers.CharField(required=False, max_length=256, default=publish_input.DEFAULT_EVENT_TYPE,
                                        help_text="What happened, e.g. order.created; herald.* is reserved.")
+    event_version = serializers.CharField(
+        required=False, allow_null=True, default=None, max_length=64,
+        help_text="The version of its event type the payload is in (docs/versions.md); default: the latest.")
     subject = serializers.CharField(required=False, max_length=1024, allow_blank=True, default="")
     attributes = serializers.DictField(
         required=False, default=dict,

@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from delivery.conf import herald
-from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing
+from delivery.engine.accounts import recovery, removal, signing_secrets, subscribing, tenancy
 from delivery.engine.accounts.confirmation import confirmation_resend
 from delivery.engine.intake import replay, trial_events
 from delivery.engine.plumbing.errors import ApplicationError
@@ -93,7 +93,7 @@ def _replay(subscription: Subscription, request) -> None:
 def _save_transformation(subscription: Subscription, request) -> None:
     """The editor's code and checkbox, saved through the service (empty code removes the transformation); refused
     where the owner does not allow transformations, as the editor is not offered there."""
-    subscribing.tenant_transformations(subscription.tenant)
+    tenancy.tenant_transformations(subscription.tenant)
     code = request.POST.get("code", "").replace("\r\n", "\n")  # a browser sends a textarea's lines with CRLF
     value = {"code": code, "enabled": "enabled" in request.POST} if code.strip() else None
     subscribing.subscription_update(subscription=subscription, transformation=value)

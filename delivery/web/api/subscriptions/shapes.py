@@ -114,6 +114,11 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
         help_text="{code, enabled}: JavaScript defining function handler(webhook), run before each send; it may change "
                   "webhook.payload, webhook.method (POST or PUT) or set webhook.cancel. Its code is compiled when "
                   "saved (a 400 names the line); null removes it. Try it with POST transformation/test/.")
+    event_version = serializers.CharField(
+        required=False, allow_blank=True, max_length=64,
+        help_text="The event version this endpoint was built for (docs/versions.md): each event is delivered in the "
+                  "newest version of its type not after it, brought down by the catalog's down-converters. Default: "
+                  "the catalog's latest when the subscription is made; empty follows the latest.")
     last_handshake = serializers.SerializerMethodField(
         help_text="What the endpoint answered to the last confirmation request: at, status (null: no answer), "
                   "problem (why it did not confirm; empty when it did). Null: none answered yet. (Its body is not "
@@ -132,7 +137,7 @@ class SubscriptionSerializer(OwnerTuning, StrictInput, serializers.ModelSerializ
                   "client_key", "client_certificate_expires_at", "oauth_token_url", "oauth_client_id",
                   "oauth_client_secret", "oauth_scope", "filter_policy_scope", "event_types", "ordered_delivery",
                   "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers", "send_trace_context",
-                  "transformation", "status", "confirmed_at",
+                  "transformation", "event_version", "status", "confirmed_at",
                   "last_handshake", "created_at", "updated_at"]
         read_only_fields = ["id", "status", "confirmed_at", "client_certificate_expires_at", "created_at",
                             "updated_at"]

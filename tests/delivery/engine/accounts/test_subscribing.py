@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import RequestFactory
 
 from delivery.engine.accounts import tenancy
-from delivery.engine.accounts.subscribing import NOT_ALLOWED, subscription_create, subscription_update, topic_create
+from delivery.engine.accounts.subscribing import subscription_create, subscription_update, topic_create
+from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.subscription_rules import UPDATABLE
 from delivery.web.api.subscriptions.shapes import SubscriptionSerializer

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.accounts.confirmation import current_token, token_hash
-from delivery.engine.accounts.subscribing import NOT_ALLOWED
+from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.engine.state import health
 from delivery.models import Delivery, Replay
 from delivery.web.portal.actions import ACTIONS, Action, done_words

@@ -20,7 +20,8 @@ SHOWN = ["id", "topic", "tenant", "endpoint", "endpoint_id", "endpoint_state", "
          "signature_scheme", "public_key", "previous_public_key", "signing_keys_url", "client_certificate",
          "client_certificate_expires_at", "oauth_token_url", "oauth_client_id", "oauth_scope", "filter_policy_scope",
          "event_types", "ordered_delivery", "max_events_per_batch", "preferred_batch_size_kb", "delivery_headers",
-         "send_trace_context", "transformation", "status", "confirmed_at", "last_handshake", "created_at", "updated_at"]
+         "send_trace_context", "transformation", "event_version", "status", "confirmed_at", "last_handshake",
+         "created_at", "updated_at"]
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from django.utils.dateparse import parse_datetime
 
 from delivery.engine.accounts import recovery, tenancy
 from delivery.engine.accounts.confirmation import token_hash
-from delivery.engine.accounts.subscribing import NOT_ALLOWED
+from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, EventType, Subscription
 from tests.conftest import subscribe
