@@ -1,7 +1,8 @@
 """What transformations cost (docs/transformations.md), from the outside, with the Procfile's processes:
 
-- the drain of one fast endpoint by 2 workers, plain and with a small (Slack-shaped) transformation, in the same run:
-  deliveries/s and the CPU per 1,000 deliveries of each process kind;
+- the drain of one fast endpoint by 2 workers, plain, with a small (Slack-shaped) transformation, and with each
+  event brought down two versions (docs/versions.md), in the same run: deliveries/s and the CPU per 1,000
+  deliveries of each process kind;
 - the worst handler the limits allow (`while (true) {}`: every call runs to HERALD_TRANSFORM_TIMEOUT_MS) on another
   owner's 20 subscriptions, a flood of them being transformed, beside a quiet owner publishing 5 msgs/s to a server
   of its own: the quiet owner's publish → receipt p99 beside it, against its p99 alone (2× alone + 50 ms).
@@ -24,6 +25,9 @@ from scenarios import Bench, cpu_line, measured_drain, per_thousand, reporter  #
 SLACK = ("function handler(webhook) { webhook.payload = {text: 'New order ' + JSON.stringify(webhook.payload)}; "
          "return webhook; }")
 WORST = "function handler(webhook) { while (true) {} }"
+TO_V2 = "function handler(webhook) { webhook.payload = {...webhook.payload, v: 2}; return webhook; }"
+TO_V1 = "function handler(webhook) { const {n, ...rest} = webhook.payload; webhook.payload = {...rest, number: n}; " \
+        "return webhook; }"
 
 
 def transformed(bench: Bench, code: str, owner: str = "bench") -> None:
@@ -34,19 +38,42 @@ mine = Subscription.objects.filter(topic__owner__username={owner!r})
 mine.update(transformation={{"code": {code!r}, "enabled": True}})""")
 
 
-def drains(bench: Bench, row, messages: int) -> None:
-    """The plain drain, then the same with a small transformation (same run)."""
-    measured_drain(bench, row, messages, f"drain {messages} deliveries, plain")
+def versioned(bench: Bench) -> None:
+    """customer.created with three versions; the bench's subscriptions pinned to the first, its messages (published
+    as the default type) relabelled as the third: each delivery runs two down-converters."""
+    bench.django(f"""
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
+from delivery.models import Message
+from subscriptions.models import EventType, Subscription
+from django.contrib.auth import get_user_model
+user = get_user_model().objects.get(username="bench")
+EventType.objects.filter(owner=user).delete()
+customer = event_type_create(owner=user, name="customer.created")
+event_version_create(event_type=customer, name="2026-01-01")
+event_version_create(event_type=customer, name="2026-06-01", down_converter={TO_V1!r})
+event_version_create(event_type=customer, name="2026-11-01", down_converter={TO_V2!r})
+Subscription.objects.filter(topic__owner=user).update(event_version="2026-01-01")
+Message.objects.update(event_type="customer.created", event_version="2026-11-01")""")
+
+
+def drain_with(bench: Bench, row, messages: int, name: str, prepare) -> None:
+    """A drain of `messages` deliveries to one fast endpoint, `prepare(bench)` run after they are published."""
     topic = bench.reset({"fast": 1})
-    transformed(bench, SLACK)
     bench.publish_many(topic, messages, batch=100)
+    prepare(bench)
     bench.start_engine(2)
     cpu: dict[str, float] = {}
     seconds = bench.wait_delivered(messages, cpu=cpu)
     bench.stop_engine()
-    row(f"drain {messages} deliveries, small transformation", messages / seconds, "deliveries/s",
-        **per_thousand(cpu, messages))
+    row(f"drain {messages} deliveries, {name}", messages / seconds, "deliveries/s", **per_thousand(cpu, messages))
     print(cpu_line(cpu, messages, "deliveries"))
+
+
+def drains(bench: Bench, row, messages: int) -> None:
+    """The plain drain, then the same with a small transformation, then with a two-step version chain (same run)."""
+    measured_drain(bench, row, messages, f"drain {messages} deliveries, plain")
+    drain_with(bench, row, messages, "small transformation", lambda bench: transformed(bench, SLACK))
+    drain_with(bench, row, messages, "two down-converters", versioned)
 
 
 def worst_beside_quiet(bench: Bench, row, messages: int) -> None:
