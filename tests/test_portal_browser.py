@@ -12,6 +12,7 @@ from django.test import override_settings
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.state import health
 from delivery.events import publish
@@ -350,3 +351,38 @@ def test_write_test_and_save_a_transformation(live_server, browser_page, shop, r
     expect(page.get_by_label("Code", exact=True)).to_have_value(slack)
     expect(page.get_by_label("Run it before each send")).to_be_checked()
     shot(page, "portal-14-transformation-saved")
+
+
+def test_see_the_newer_event_version_side_by_side_and_upgrade(live_server, browser_page, shop, receiver):
+    owner, acme = shop["owner"], shop["acme"]
+    customer = event_type_create(owner=owner, name="customer.created", description="A customer signed up")
+    event_version_create(event_type=customer, name="2026-01-01", example={"id": "C-7", "name": "Ada Lovelace"})
+    subscription, _ = subscription_create(topic=owner.topics.get(name="orders"), endpoint=receiver.url, tenant=acme,
+                                          event_types=["customer.created"])
+    assert subscription.event_version == "2026-01-01"  # the latest when it was made
+    event_version_create(event_type=customer, name="2026-06-01", example={"id": "C-7", "full_name": "Ada Lovelace"},
+                         down_converter="function handler(webhook) {\n  const { full_name, ...rest } = webhook.payload;"
+                                        "\n  webhook.payload = { ...rest, name: full_name };\n  return webhook;\n}")
+    publish(owner.topics.get(name="orders"), {"id": "C-8", "full_name": "Grace Hopper"},
+            event_type="customer.created", tenant=acme)
+    page = browser_page
+    open_portal(page, live_server, acme)
+    page.get_by_role("link", name=receiver.url).click()
+    expect(page.locator("#event-version")).to_contain_text("Pinned to 2026-01-01")
+    upgrade = page.get_by_role("region", name="Upgrade to 2026-06-01")
+    expect(upgrade).to_contain_text("Your latest event of customer.created")
+    now = upgrade.get_by_label("Now: 2026-01-01")
+    expect(now).to_contain_text('"name": "Grace Hopper"')
+    expect(now).not_to_contain_text("full_name")
+    expect(upgrade.get_by_label("After upgrading: 2026-06-01")).to_contain_text('"full_name": "Grace Hopper"')
+    beside = [box["x"] for box in (upgrade.get_by_role("figure").nth(n).bounding_box() for n in range(2))]
+    assert beside[0] < beside[1]  # side by side
+    shot(page, "portal-15-event-version-preview")
+    assert Subscription.objects.get(id=subscription.id).event_version == "2026-01-01"  # a preview changes nothing
+
+    upgrade.get_by_role("button", name="Upgrade to 2026-06-01").click()
+    expect(page.get_by_role("status")).to_contain_text("Upgraded: your events arrive in the newer version")
+    expect(page.locator("#event-version")).to_contain_text("Pinned to 2026-06-01")
+    expect(page.get_by_role("region", name=re.compile("Upgrade to"))).to_have_count(0)
+    assert Subscription.objects.get(id=subscription.id).event_version == "2026-06-01"
+    shot(page, "portal-16-event-version-upgraded")

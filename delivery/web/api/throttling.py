@@ -8,7 +8,8 @@ to twice the rate can pass in one window's length; the limit is a guard against 
 
 Test-runs of transformations are counted the same way (TRANSFORMATION_TEST_RATE, or DEFAULT_THROTTLE_RATES
 ["transformation_test"]), per user and, for a tenant's key, per tenant: each costs up to a transformation's time
-limit of CPU in the web process.
+limit of CPU in the web process. Previews of an event version upgrade likewise (EVENT_VERSION_PREVIEW_RATE, or
+DEFAULT_THROTTLE_RATES["event_version_preview"]): each runs the catalog's down-converters once or twice.
 """
 
 import time
@@ -23,6 +24,8 @@ from delivery.web.api.ownership import tenant_of
 KEY = "herald:publish-rate:{user}:{window}"
 TRANSFORMATION_TEST_KEY = "herald:transformation-test-rate:{user}:{window}"
 TRANSFORMATION_TEST_RATE = "60/min"
+EVENT_VERSION_PREVIEW_KEY = "herald:event-version-preview-rate:{user}:{window}"
+EVENT_VERSION_PREVIEW_RATE = "60/min"
 
 
 class WindowThrottle(BaseThrottle):
@@ -73,8 +76,16 @@ class PublishRateThrottle(WindowThrottle):
         return 1
 
 
-class TransformationTestThrottle(WindowThrottle):
-    """Test-runs of transformations, per user; with a tenant's key, per tenant."""
+class SandboxRunThrottle(WindowThrottle):
+    """Runs of code in the web process's sandbox, per user; with a tenant's key, per tenant."""
+
+    def who(self, request) -> str:
+        access = tenant_of(request)
+        return f"{request.user.pk}:tenant:{access.tenant.pk}" if access is not None else str(request.user.pk)
+
+
+class TransformationTestThrottle(SandboxRunThrottle):
+    """Test-runs of transformations."""
 
     scope = "transformation_test"
     key = TRANSFORMATION_TEST_KEY
@@ -82,6 +93,12 @@ class TransformationTestThrottle(WindowThrottle):
     def default_rate(self) -> str:
         return TRANSFORMATION_TEST_RATE
 
-    def who(self, request) -> str:
-        access = tenant_of(request)
-        return f"{request.user.pk}:tenant:{access.tenant.pk}" if access is not None else str(request.user.pk)
+
+class EventVersionPreviewThrottle(SandboxRunThrottle):
+    """Previews of an event version upgrade."""
+
+    scope = "event_version_preview"
+    key = EVENT_VERSION_PREVIEW_KEY
+
+    def default_rate(self) -> str:
+        return EVENT_VERSION_PREVIEW_RATE

@@ -1,7 +1,8 @@
 """The operator console's page of subscriptions: the policies tuned with the effective policy, where each of its
 sections comes from and the schedule it produces shown, the subscription rules checked by the service the API calls
 as it writes the change (console/service_forms.py), its transformation edited and test-run (console/transformations.py),
-and the redrive, pause, resume, resend-confirmation and replay buttons and actions."""
+its event version chosen among the catalog's (and what it receives of each type shown), and the redrive, pause,
+resume, resend-confirmation and replay buttons and actions."""
 
 import json
 
@@ -21,6 +22,7 @@ from delivery.engine.state.effective import subscription_policy, system_default
 from delivery.rules import client_certificates, delivery_headers
 from delivery.rules.policy import PolicyError
 from delivery.rules.vocabulary import DeliveryStatus
+from delivery.web import version_previews
 from delivery.web.console.actions import run_service
 from delivery.web.console.badges import endpoint_link
 from delivery.web.console.buttons import Button, ButtonsMixin
@@ -46,6 +48,16 @@ class SubscriptionForm(ServiceForm):
                   "webhook.method (POST or PUT) or set webhook.cancel. Compiled when saved; empty code removes it.")
 
     renamed = {"secret": "new_secret"}  # the service's name for what this form calls new_secret
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "event_version" in self.fields and self.instance.pk:
+            pinned = self.instance.event_version
+            names = version_previews.version_names(self.instance.topic.owner_id)
+            self.fields["event_version"] = forms.ChoiceField(
+                required=False, label="Event version", help_text=self.fields["event_version"].help_text,
+                choices=[("", "the latest (follows each new version)"), *((name, name) for name in names),
+                         *([(pinned, pinned)] if pinned and pinned not in names else [])])
 
     def write(self, stored, changes):
         secret = changes.pop("new_secret", "")
@@ -106,11 +118,11 @@ class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, TransformationTests, Butto
     fields = ["topic", "endpoint_link", "status", "dead_letters", "delivery_policy", "effective_policy", "schedule",
               "filter_policy", "filter_policy_scope", "event_types", "ordered_delivery", "max_events_per_batch",
               "preferred_batch_size_kb", "delivery_headers_shown", "send_trace_context", "raw_message_delivery",
-              "transformation", "signature_scheme", "new_secret",
+              "transformation", "event_version", "versions_received", "signature_scheme", "new_secret",
               "client_certificate_status", "confirmed_at", "last_handshake", "confirmation_expires_at",
               "previous_secret_expires_at", "created_at", "updated_at"]  # never the secrets or the client key
     readonly_fields = ["topic", "endpoint_link", "status", "dead_letters", "effective_policy", "schedule",
-                       "signature_scheme", "client_certificate_status", "delivery_headers_shown",
+                       "versions_received", "signature_scheme", "client_certificate_status", "delivery_headers_shown",
                        "confirmed_at", "last_handshake", "confirmation_expires_at", "previous_secret_expires_at",
                        "created_at", "updated_at"]
     actions = ["redrive", "pause", "resume", "replay"]
@@ -138,6 +150,14 @@ class SubscriptionAdmin(ServiceAdmin, ServiceDeletes, TransformationTests, Butto
         return format_html("{} at {} UTC: {}<br><code>{}</code>", answered,
                            obj.handshake_at.strftime("%Y-%m-%d %H:%M:%S"), obj.handshake_problem or "confirmed",
                            obj.handshake_answer[:300] or "(empty body)")
+
+    @admin.display(description="event versions received")
+    def versions_received(self, obj):
+        shown = version_previews.received(obj) if obj is not None and obj.pk else []
+        if not shown:
+            return "none: no event type it receives has versions"
+        return format_html_join("", "<div><code>{}</code>: {}{}</div>", (
+            (each.event_type, each.version, f" (newest: {each.latest})" if each.behind else "") for each in shown))
 
     @admin.display(description="endpoint")
     def endpoint_link(self, obj):

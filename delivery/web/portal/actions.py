@@ -8,6 +8,9 @@ and its button in `templates/herald/portal/subscription.html`; `pages.subscripti
 The transformation editor (shown where the owner's portal settings allow transformations) has two: a test-run
 (`web/transformation_trials.py`, the API's and the console's too), whose result the subscription's page shows in
 the editor, and saving it through the service, which compiles the code and refuses it with its line.
+
+Upgrading the event version (the Upgrade panel, shown when a newer version exists, beside its preview:
+`web/version_previews.py`) sets the subscription's pin through the same service as the API's PATCH.
 """
 
 from collections.abc import Callable
@@ -26,7 +29,7 @@ from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import health
 from delivery.rules import answers
 from delivery.transport import transforms
-from delivery.web import selectors, transformation_trials
+from delivery.web import selectors, transformation_trials, version_previews
 from subscriptions.models import Subscription
 
 REMOVE_COUNTED = 10_000  # the removal page counts the history it deletes up to this many
@@ -111,6 +114,15 @@ def _test_transformation(subscription: Subscription, request) -> dict:
     return transformation_trials.answer(outcome)
 
 
+def _upgrade(subscription: Subscription, request) -> None:
+    """Pin the subscription to the version the panel offered (the newest it showed; default: the newest now), so
+    that a version added while the tenant read the preview is not taken unseen."""
+    version = request.POST.get("event_version", "").strip() or version_previews.newest(subscription)
+    if not version:
+        raise ApplicationError("No event type you receive has versions.", field="event_version")
+    subscribing.subscription_update(subscription=subscription, event_version=version)
+
+
 def _new_secret(rotated: Subscription) -> Page:
     """Shown once: the rotated secret (the previous one keeps signing beside it for a while)."""
     return "secret.html", {"subscription": rotated, "secret": rotated.secret, "created": False}
@@ -139,6 +151,7 @@ ACTIONS: dict[str, Action] = {
     "types": Action(_choose_types, done="The event types are saved."),
     "transformation": Action(_save_transformation, done="The transformation is saved."),
     "transformation_test": Action(_test_transformation, on_page=True),
+    "version": Action(_upgrade, done="Upgraded: your events arrive in the newer version from now on."),
 }
 
 

@@ -1,6 +1,7 @@
 """The portal's pages: the tenant's endpoints (its subscriptions), the event types it may subscribe to, adding one,
 a subscription's page and the actions on it (`actions.ACTIONS`; its transformation editor where the owner allows
-transformations), a delivery's page and its retry.
+transformations; the event version it receives and, when a newer one exists, the upgrade with its preview), a
+delivery's page and its retry.
 
 Each view is a `portal_page` (access.py): the link is checked and `request.portal` says whose pages these are. Rows
 are read through `web/selectors.py`, scoped to the tenant there; changes go through the engine's services.
@@ -17,7 +18,7 @@ from delivery.conf import herald
 from delivery.engine.accounts import recovery, subscribing
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
-from delivery.web import selectors, transformation_trials
+from delivery.web import selectors, transformation_trials, version_previews
 from delivery.web.portal import actions
 from delivery.web.portal.access import portal_page
 from subscriptions.models import Subscription
@@ -131,7 +132,7 @@ def _subscription_page(request, subscription: Subscription, *, error: str = "", 
         "transitions": selectors.recent_transitions(subscription.endpoint, 5),
         "done": _done(request),
         "types": _catalog(request).filter(deprecated=False), "error": error,
-        "editor": _editor(request, subscription, result),
+        "editor": _editor(request, subscription, result), "versions": _versions(request, subscription),
         # an action's refusal or result is answered at the action's URL, which only POSTs: nothing to fetch again
         "refresh": waiting and request.method == "GET",
         "show_topic": _show_topic(request, [subscription])}, status=status)
@@ -154,6 +155,28 @@ def _editor(request, subscription: Subscription, result=None) -> dict | None:
     if result is not None:
         editor.update(result=result, result_payload=json.dumps(result.get("payload"), indent=2, ensure_ascii=False))
     return editor
+
+
+def _versions(request, subscription: Subscription) -> dict | None:
+    """The event versions the endpoint receives (None: no type it receives has versions) and, when a newer one
+    exists, the upgrade to the newest with its preview: the latest event as received now and after upgrading. The
+    page's own refreshes (a script's fetch: `Sec-Fetch-Dest: empty`) replace only its live parts, so they do not
+    run the preview again."""
+    received = version_previews.received(subscription)
+    if not received:
+        return None
+    shown = {"pin": subscription.event_version, "received": received,
+             "newest": max(each.latest for each in received) if any(each.behind for each in received) else ""}
+    if shown["newest"] and request.headers.get("Sec-Fetch-Dest") != "empty":
+        try:
+            preview = version_previews.preview(subscription, shown["newest"])
+        except ApplicationError as exc:
+            shown["unpreviewable"] = exc.message
+        else:
+            for side in ("current", "upgraded"):
+                preview[side]["json"] = json.dumps(preview[side].get("payload"), indent=2, ensure_ascii=False)
+            shown["preview"] = preview
+    return shown
 
 
 @portal_page

@@ -272,3 +272,22 @@ class TransformationResultSerializer(serializers.Serializer):
     cancelled = serializers.BooleanField(required=False, help_text="ok: the handler cancelled the send.")
     error = serializers.CharField(required=False, help_text="not ok: why, e.g. \"timed out after 50 ms\".")
     line = serializers.IntegerField(required=False, allow_null=True, help_text="not ok: the code's line, if known.")
+
+
+class EventVersionPreviewSerializer(StrictInput, serializers.Serializer):
+    event_version = serializers.CharField(
+        allow_blank=True, max_length=64, help_text="The version to preview an upgrade to; empty: the latest.")
+
+
+@extend_schema_field({"type": "object", "properties": {
+    "version": {"type": "string"}, "payload": {}, "error": {"type": "string"},
+    "line": {"type": "integer", "nullable": True}}})
+class RenderingField(serializers.JSONField):
+    """{version, payload}, or {version, error, line} where a down-converter failed."""
+
+
+class EventVersionPreviewResultSerializer(serializers.Serializer):
+    event_type = serializers.CharField()
+    message = serializers.UUIDField(allow_null=True, help_text="The event previewed; null: the catalog's example.")
+    current = RenderingField(help_text="As the endpoint receives it now.")
+    upgraded = RenderingField(help_text="As it would receive it at event_version.")

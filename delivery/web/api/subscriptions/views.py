@@ -1,7 +1,7 @@
 """The API of subscriptions: create, read, change and delete them, confirm, rotate secrets, redrive, recover,
-replay, pause and resume, send a test event, test-run a transformation (their shapes: shapes.py). Views validate
-input and call one service of delivery/engine; every subscription is the requester's own (another owner's is a
-404)."""
+replay, pause and resume, send a test event, test-run a transformation, preview an event version upgrade (their
+shapes: shapes.py). Views validate input and call one service of delivery/engine; every subscription is the
+requester's own (another owner's is a 404)."""
 
 from django_filters.rest_framework import CharFilter, FilterSet, ModelChoiceFilter
 from drf_spectacular.utils import OpenApiParameter
@@ -16,7 +16,7 @@ from delivery.engine.intake import replay, trial_events
 from delivery.models import Delivery
 from delivery.rules import subscription_rules
 from delivery.rules.vocabulary import DeliveryStatus
-from delivery.web import selectors, transformation_trials
+from delivery.web import selectors, transformation_trials, version_previews
 from delivery.web.api.base import HeraldAPI, extend_schema
 from delivery.web.api.deliveries import DeliverySerializer
 from delivery.web.api.filters import tenant_filter
@@ -25,6 +25,8 @@ from delivery.web.api.strict import NoBodySerializer
 from delivery.web.api.subscriptions.shapes import (
     ConfirmSerializer,
     CountSerializer,
+    EventVersionPreviewResultSerializer,
+    EventVersionPreviewSerializer,
     RecoverSerializer,
     RedriveSerializer,
     ReplayCreatedSerializer,
@@ -37,7 +39,7 @@ from delivery.web.api.subscriptions.shapes import (
     TransformationResultSerializer,
     TransformationTestSerializer,
 )
-from delivery.web.api.throttling import TransformationTestThrottle
+from delivery.web.api.throttling import EventVersionPreviewThrottle, TransformationTestThrottle
 from subscriptions.models import Subscription, Topic
 
 
@@ -57,7 +59,7 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
     tenant_path = "tenant"
     tenant_actions = frozenset({"list", "retrieve", "create", "partial_update", "destroy", "confirm", "replay",
                                 "redrive", "recover", "pause", "resume", "metrics", "dead_letters", "rotate_secret",
-                                "resend_confirmation", "test", "transformation_test"})
+                                "resend_confirmation", "test", "transformation_test", "event_version_preview"})
     filterset_class = SubscriptionFilter
     ordering_fields = ["id", "created_at", "status"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -206,6 +208,20 @@ class SubscriptionViewSet(HeraldAPI, OwnedQuerysetMixin, viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         outcome = transformation_trials.trial(subscription, **serializer.validated_data)
         return Response(transformation_trials.answer(outcome))
+
+    @extend_schema(request=EventVersionPreviewSerializer, responses={200: EventVersionPreviewResultSerializer})
+    @action(detail=True, methods=["post"], url_path="event-version/preview", url_name="event-version-preview",
+            serializer_class=EventVersionPreviewSerializer, throttle_classes=[EventVersionPreviewThrottle])
+    def event_version_preview(self, request, pk=None):
+        """Preview an upgrade to another event version (docs/versions.md), sending nothing: the subscription's
+        latest event of a type with versions (or the catalog's example of its newest version) as the endpoint
+        receives it now (`current`) and as it would at `event_version` (`upgraded`), brought down by the catalog's
+        down-converters; a converter that fails shows `error` and `line` in place of the payload. Upgrade with
+        PATCH {"event_version": ...}. A few a minute (a run costs up to the transformations' time limit per step)."""
+        subscription = self.get_object()
+        serializer = EventVersionPreviewSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(version_previews.preview(subscription, serializer.validated_data["event_version"]))
 
     @extend_schema(request=None, responses={202: None})
     @action(detail=True, methods=["post"], url_path="resend-confirmation", serializer_class=NoBodySerializer)

@@ -1,7 +1,7 @@
 """The publish rate (delivery/web/api/throttling.py): a fixed window per user counted in Redis, a batch counting its
 entries; the rate from REST_FRAMEWORK's DEFAULT_THROTTLE_RATES["publish"] where a project sets it, else
-HERALD_PUBLISH_RATE; past it a 429 with the seconds left in the window as Retry-After. Transformation test-runs are
-counted the same way, apart, per user and per tenant."""
+HERALD_PUBLISH_RATE; past it a 429 with the seconds left in the window as Retry-After. Transformation test-runs and
+event version previews are counted the same way, each apart, per user and per tenant."""
 
 from types import SimpleNamespace
 
@@ -77,3 +77,18 @@ def test_transformation_test_runs_are_limited_per_user_and_per_tenant_apart_from
     key = throttling.TRANSFORMATION_TEST_KEY.format(user=user.pk, window=int(NOW // 60))
     assert int(redis_conn.get(key)) == 3
     assert throttling.TransformationTestThrottle().default_rate() == "60/min"
+
+
+def test_event_version_previews_are_limited_per_user_and_per_tenant_apart_from_test_runs(shop, user, redis_conn,
+                                                                                         settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {"event_version_preview": "1/min"}}
+    body = {"event_version": "2030-01-01"}  # refused (400) after it is counted: counting comes first
+    own = f"/api/subscriptions/{shop['own'][0]['id']}/event-version/preview/"
+    assert [shop["api"].post(own, body, format="json").status_code for _ in range(2)] == [400, 429]
+    acme = f"/api/subscriptions/{shop['acme']['subscription']['id']}/event-version/preview/"
+    assert shop["acme"]["client"].post(acme, body, format="json").status_code == 400  # a tenant's count is its own
+    key = throttling.EVENT_VERSION_PREVIEW_KEY.format(user=user.pk, window=int(NOW // 60))
+    assert int(redis_conn.get(key)) == 2
+    assert redis_conn.get(throttling.TRANSFORMATION_TEST_KEY.format(user=user.pk, window=int(NOW // 60))) is None
+    assert throttling.EventVersionPreviewThrottle().default_rate() == "60/min"

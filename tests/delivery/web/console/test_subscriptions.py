@@ -1,6 +1,6 @@
 """The subscriptions' page (console/subscriptions.py): the effective policy with where each section comes from,
-edits (a transformation's too) checked and written by the service the API calls, secrets never shown, and the
-redrive, pause, resume, resend-confirmation and replay buttons and actions."""
+edits (a transformation's and the event version's too) checked and written by the service the API calls, secrets
+never shown, and the redrive, pause, resume, resend-confirmation and replay buttons and actions."""
 
 from datetime import timedelta
 
@@ -8,12 +8,13 @@ import pytest
 from django.utils import timezone
 
 from delivery.engine.accounts import recovery
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.models import Delivery, Replay
 from delivery.receiver import generate_secret
 from subscriptions.models import Subscription
 from tests.conftest import drain, publish, settle
 from tests.delivery.web.api.calls import create_subscription, create_topic
-from tests.delivery.web.console.pages import buttons, form_errors
+from tests.delivery.web.console.pages import buttons, form_errors, words
 from tests.receiver import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +28,7 @@ def admin_form(admin_client, subscription_id: int) -> tuple[str, dict]:
     stored = Subscription.objects.get(id=subscription_id)
     data = {"delivery_policy": "", "filter_policy": "", "filter_policy_scope": stored.filter_policy_scope,
             "event_types": "[]", "max_events_per_batch": stored.max_events_per_batch,
-            "preferred_batch_size_kb": stored.preferred_batch_size_kb}
+            "preferred_batch_size_kb": stored.preferred_batch_size_kb, "event_version": stored.event_version}
     if stored.ordered_delivery:
         data["ordered_delivery"] = "on"
     if stored.raw_message_delivery:
@@ -213,3 +214,22 @@ def test_a_transformation_is_edited_here_through_the_service(admin_client, api):
     assert "CloudEvents batches" in form_errors(batching.content.decode())["max_events_per_batch"][0]
     assert admin_client.post(page, {**data, "transformation_0": "  "}).status_code == 302  # empty code removes it
     assert Subscription.objects.get(id=created["id"]).transformation is None
+
+
+def test_the_event_version_is_chosen_among_the_catalogs_through_the_service(admin_client, api, user):
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01")
+    created = create_subscription(api, create_topic(api)["id"])
+    event_version_create(event_type=customer, name="2026-06-01", down_converter="function handler(w) { return w; }")
+    page, data = admin_form(admin_client, created["id"])
+    shown = admin_client.get(page).content.decode()
+    assert "Event versions received: customer.created : 2026-01-01 (newest: 2026-06-01)" in words(shown)
+    assert [value for value in ("", "2026-06-01", "2026-01-01") if f'<option value="{value}"' in shown] == [
+        "", "2026-06-01", "2026-01-01"]
+    assert admin_client.post(page, {**data, "event_version": "2026-06-01"}).status_code == 302
+    assert Subscription.objects.get(id=created["id"]).event_version == "2026-06-01"
+    refused = admin_client.post(page, {**data, "event_version": "2030-01-01"})  # not one of the choices
+    assert list(form_errors(refused.content.decode())) == ["event_version"]
+    page, data = admin_form(admin_client, created["id"])
+    assert admin_client.post(page, {**data, "event_version": ""}).status_code == 302  # follows the latest
+    assert Subscription.objects.get(id=created["id"]).event_version == ""

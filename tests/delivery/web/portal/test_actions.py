@@ -1,7 +1,7 @@
 """The actions on a subscription's page (delivery/web/portal/actions.py): the one table of them, each action's
 service and words through a real request against the real database, and the service's refusals shown on the
 subscription's page with the API's reasons; the transformation editor's test-run and save where the owner allows
-transformations, refused where it does not."""
+transformations, refused where it does not; the upgrade to a newer event version."""
 
 import html
 import re
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.accounts.confirmation import current_token, token_hash
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.engine.state import health
 from delivery.models import Delivery, Replay
@@ -38,7 +39,8 @@ def test_the_table_says_what_each_action_did(settings):
         "test": "A test event is on its way.", "delete": "Endpoint removed.", "replay": "Replay started.",
         "enable": "Enabled: held deliveries go out now.", "resend": "A new confirmation request is on its way.",
         "move": HELD, "types": "The event types are saved.", "transformation": "The transformation is saved.",
-        "transformation_test": None}  # its result is shown in the editor
+        "transformation_test": None,  # its result is shown in the editor
+        "version": "Upgraded: your events arrive in the newer version from now on."}
     assert done_words("retry") is None and done_words("") is None  # a delivery's, and none
 
 
@@ -195,6 +197,29 @@ def test_a_name_that_is_no_action_and_another_tenants_subscription_are_not_found
         assert missing.status_code == 404 and "There is no such page here." in missing.content.decode(), path
         portal_headers(missing)
     assert Subscription.objects.get(id=globex).status == "confirmed"
+
+
+def test_upgrading_to_the_version_the_panel_offered(shop, link, client, user):
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01")
+    event_version_create(event_type=customer, name="2026-06-01", down_converter="function handler(w) { return w; }")
+    sub = shop["acme"]["subscription"]["id"]
+    assert Subscription.objects.get(id=sub).event_version == "2026-01-01"  # pinned when June came
+    event_version_create(event_type=customer, name="2026-11-01", down_converter="function handler(w) { return w; }")
+    done = press(client, link, sub, "version", {"event_version": "2026-06-01"})  # the one it saw, not November
+    assert done == ["Upgraded: your events arrive in the newer version from now on."]
+    assert Subscription.objects.get(id=sub).event_version == "2026-06-01"
+    assert press(client, link, sub, "version") == [done[0]]  # none named: the newest
+    assert Subscription.objects.get(id=sub).event_version == "2026-11-01"
+    refused = client.post(f"{link}subscriptions/{sub}/version/", {"event_version": "2030-01-01"})
+    assert refused.status_code == 400
+    assert "&#x27;2030-01-01&#x27; is not a version of any event type of the catalog" in refused.content.decode()
+    assert Subscription.objects.get(id=sub).event_version == "2026-11-01"
+
+
+def test_without_versions_there_is_nothing_to_upgrade_to(shop, link, client):
+    refused = client.post(f"{link}subscriptions/{shop['acme']['subscription']['id']}/version/")
+    assert refused.status_code == 400 and "No event type you receive has versions." in refused.content.decode()
 
 
 SLACK = ("function handler(webhook) {\n  webhook.payload = {text: 'New order ' + webhook.payload.id};\n"

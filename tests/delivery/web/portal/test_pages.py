@@ -1,11 +1,15 @@
 """The portal's pages (delivery/web/portal/pages.py): the tenant's endpoints, adding one, a subscription's page (at
-its address before the rename too, with its transformation editor where the owner allows them), a delivery's page
-and its retry; each shows the tenant's own rows only and says what the last action did."""
+its address before the rename too, with its transformation editor where the owner allows them, its event version
+and the upgrade's preview when a newer one exists), a delivery's page and its retry; each shows the tenant's own rows
+only and says what the last action did."""
+
+import html
 
 import pytest
 from django.utils import timezone
 
 from delivery.engine.accounts import tenancy
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.models import Delivery
 from subscriptions.models import EventType, Subscription, Tenant
 from tests.delivery.web.api.shop import shop as shop_fixture
@@ -154,3 +158,55 @@ def test_the_transformation_editor_is_offered_only_where_the_owner_allows_transf
     assert 'name="event_type" value="order.created"' in editor
     read_only = tenancy.portal_link(Tenant.objects.get(external_id="acme"), read_only=True)
     assert 'id="transformation-code"' not in client.get(f"{read_only}subscriptions/{sub}/").content.decode()
+
+
+TO_JANUARY = "function handler(webhook) {\n  webhook.payload = {name: webhook.payload.full_name};\n  return webhook;\n}"
+
+
+def part(page: str, start: str) -> str:
+    """The page's element that begins with `start`, up to its section's end, its entities read."""
+    return html.unescape(page.split(start)[1].split("</section>")[0].split("</dd>")[0])
+
+
+def test_a_subscriptions_page_shows_its_version_and_the_upgrade_side_by_side(shop, link, client, user):
+    sub = shop["acme"]["subscription"]["id"]
+    assert "Event version" not in client.get(f"{link}subscriptions/{sub}/").content.decode()  # no versions yet
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01")
+    event_version_create(event_type=customer, name="2026-06-01", down_converter=TO_JANUARY)  # pins acme's
+    shop["api"].post(f"/api/topics/{shop['orders']['id']}/publish/", {
+        "payload": {"full_name": "Grace Hopper"}, "event_type": "customer.created", "broadcast": True}, format="json")
+    page = client.get(f"{link}subscriptions/{sub}/").content.decode()
+    assert " ".join(part(page, '<dd id="event-version">').split()) == (
+        "<code>2026-01-01</code> <br><span class=\"muted\">Pinned to <code>2026-01-01</code>: newer versions reach "
+        "you once you upgrade.</span>")
+    upgrade = part(page, '<section id="upgrade"')
+    assert "Upgrade to 2026-06-01</h2>" in upgrade and "Your latest event of <code>customer.created</code>" in upgrade
+    assert 'Now: <code>2026-01-01</code></figcaption>' in upgrade
+    assert '>{\n  "name": "Grace Hopper"\n}</pre>' in upgrade
+    assert 'After upgrading: <code>2026-06-01</code></figcaption>' in upgrade
+    assert '>{\n  "full_name": "Grace Hopper"\n}</pre>' in upgrade
+    assert 'name="event_version" value="2026-06-01"' in upgrade and "<button" in upgrade
+
+    polled = client.get(f"{link}subscriptions/{sub}/", HTTP_SEC_FETCH_DEST="empty").content.decode()
+    assert "<pre" not in part(polled, '<section id="upgrade"')  # the page's refresh: only its live parts are used
+    read_only = tenancy.portal_link(Tenant.objects.get(external_id="acme"), read_only=True)
+    looking = part(client.get(f"{read_only}subscriptions/{sub}/").content.decode(), '<section id="upgrade"')
+    assert '"full_name": "Grace Hopper"' in looking and "<button" not in looking  # seen, not changed
+    Subscription.objects.filter(id=sub).update(event_version="2026-06-01")
+    upgraded = client.get(f"{link}subscriptions/{sub}/").content.decode()
+    assert '<section id="upgrade"' not in upgraded and "Pinned to <code>2026-06-01</code>" in upgraded
+
+
+def test_an_upgrade_with_nothing_to_preview_or_a_failing_converter_says_so(shop, link, client, user):
+    sub = shop["acme"]["subscription"]["id"]
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01")
+    event_version_create(event_type=customer, name="2026-06-01", down_converter="function handler(w) {\n  x();\n}")
+    upgrade = part(client.get(f"{link}subscriptions/{sub}/").content.decode(), '<section id="upgrade"')
+    assert "No preview: nothing to preview: no event of a type with versions" in upgrade and "<button" in upgrade
+    shop["api"].post(f"/api/topics/{shop['orders']['id']}/publish/", {
+        "payload": {"full_name": "Ada"}, "event_type": "customer.created", "broadcast": True}, format="json")
+    upgrade = part(client.get(f"{link}subscriptions/{sub}/").content.decode(), '<section id="upgrade"')
+    assert "Line 2: down-converter of 2026-06-01: ReferenceError: x is not defined" in upgrade
+    assert '>{\n  "full_name": "Ada"\n}</pre>' in upgrade

@@ -1,6 +1,7 @@
 """The subscriptions' view set (delivery/web/api/subscriptions/views.py): its secret shown once, endpoints shared by
 URL, addresses, policies, filters, credentials and transformations checked with the reason, nothing half-written; a
-changed URL takes its pending deliveries along; a transformation test-run answers what would be sent, or why not."""
+changed URL takes its pending deliveries along; a transformation test-run answers what would be sent, or why not; an
+event version upgrade is previewed on the latest event, then made with PATCH."""
 
 import json
 from datetime import timedelta
@@ -11,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 
 from delivery.engine.accounts import recovery, tenancy
 from delivery.engine.accounts.confirmation import token_hash
+from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.models import Delivery
 from subscriptions.models import Endpoint, EventType, Subscription
@@ -300,3 +302,76 @@ def test_a_tenant_writes_and_test_runs_a_transformation_where_its_owner_allows_i
     assert acme.patch(url, {"transformation": {"code": SLACK}}, format="json").status_code == 200
     assert acme.post(url + "transformation/test/", {"payload": {"id": 7}}, format="json").json()["payload"] == {
         "text": "New order 7"}
+
+
+TO_JANUARY = "function handler(webhook) {\n  webhook.payload = {name: webhook.payload.full_name};\n  return webhook;\n}"
+
+
+def versioned(user, down_converter=TO_JANUARY) -> None:
+    """customer.created: January's {name}, and June's {full_name} (its example: Ada's) with its down-converter."""
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01", example={"name": "Ada"})
+    event_version_create(event_type=customer, name="2026-06-01", example={"full_name": "Ada"},
+                         down_converter=down_converter)
+
+
+def test_an_upgrade_is_previewed_on_the_latest_event_then_made(api, user):
+    customer = event_type_create(owner=user, name="customer.created")
+    event_version_create(event_type=customer, name="2026-01-01")
+    topic = create_topic(api, "customers")
+    created = create_subscription(api, topic["id"], event_types=["customer.created"])
+    assert created["event_version"] == "2026-01-01"
+    event_version_create(event_type=customer, name="2026-06-01", down_converter=TO_JANUARY)
+    published = api.post(f"/api/topics/{topic['id']}/publish/", {
+        "payload": {"full_name": "Grace Hopper"}, "event_type": "customer.created"}, format="json").json()
+    url = f"/api/subscriptions/{created['id']}/"
+    answer = api.post(url + "event-version/preview/", {"event_version": "2026-06-01"}, format="json")
+    assert (answer.status_code, answer.json()) == (200, {
+        "event_type": "customer.created", "message": published["message_id"],
+        "current": {"version": "2026-01-01", "payload": {"name": "Grace Hopper"}},
+        "upgraded": {"version": "2026-06-01", "payload": {"full_name": "Grace Hopper"}}})
+    upgraded = api.patch(url, {"event_version": "2026-06-01"}, format="json")
+    assert (upgraded.status_code, upgraded.json()["event_version"]) == (200, "2026-06-01")
+    again = api.post(url + "event-version/preview/", {"event_version": "2026-01-01"}, format="json").json()
+    assert (again["current"]["version"], again["upgraded"]["payload"]) == ("2026-06-01", {"name": "Grace Hopper"})
+
+
+def test_a_failing_down_converter_is_an_answer_with_its_line(api, user):
+    versioned(user, down_converter="function handler(webhook) {\n  return webhook.payload.x.y;\n}")
+    created = create_subscription(api, create_topic(api)["id"], event_version="2026-01-01")
+    api.post(f"/api/topics/{created['topic']}/publish/", {"payload": {"full_name": "Ada"},
+                                                          "event_type": "customer.created"}, format="json")
+    answer = api.post(f"/api/subscriptions/{created['id']}/event-version/preview/", {"event_version": ""},
+                      format="json")
+    assert (answer.status_code, answer.json()["current"]) == (200, {
+        "version": "2026-01-01", "line": 2,
+        "error": "down-converter of 2026-06-01: TypeError: Cannot read properties of undefined (reading 'y')"})
+
+
+@pytest.mark.parametrize("body, field, reason", [
+    ({"event_version": "2030-01-01"}, "event_version",
+     "'2030-01-01' is not a version of any event type of the catalog"),
+    ({}, "event_version", "This field is required."),
+    ({"event_version": "2026-06-01", "version": "x"}, "version", "unknown field; this request takes event_version"),
+])
+def test_a_preview_that_cannot_be_made_is_a_400_naming_the_field(api, user, body, field, reason):
+    versioned(user)
+    created = create_subscription(api, create_topic(api)["id"])
+    answer = api.post(f"/api/subscriptions/{created['id']}/event-version/preview/", body, format="json")
+    assert (answer.status_code, answer.json()) == (400, {field: [reason]})
+
+
+def test_a_tenant_previews_and_upgrades_its_own_and_no_one_elses(shop, user, other_api):
+    versioned(user)
+    acme, sub = shop["acme"]["client"], shop["acme"]["subscription"]["id"]
+    Subscription.objects.filter(id=sub).update(event_version="2026-01-01")
+    url = f"/api/subscriptions/{sub}/"
+    shown = acme.post(url + "event-version/preview/", {"event_version": "2026-06-01"}, format="json")
+    assert shown.status_code == 200 and shown.json()["current"] == {"version": "2026-01-01",
+                                                                     "payload": {"name": "Ada"}}
+    assert other_api.post(url + "event-version/preview/", {"event_version": "2026-06-01"},
+                          format="json").status_code == 404
+    globex = shop["globex"]["client"]
+    assert globex.post(url + "event-version/preview/", {"event_version": "2026-06-01"},
+                       format="json").status_code == 404
+    assert acme.patch(url, {"event_version": "2026-06-01"}, format="json").json()["event_version"] == "2026-06-01"
