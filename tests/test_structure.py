@@ -525,6 +525,8 @@ PROCESS_STATE = {
     "delivery.transport.sender:_transport_lock": "guards _transport",
     "delivery.transport.sandbox:_callbacks": "the one loop mini-racer reports every isolate's results on",
     "delivery.transport.sandbox:_callbacks_lock": "guards _callbacks",
+    "delivery.transport.transforms:_web": "the sandbox process a web process's checks, test-runs and previews use",
+    "delivery.transport.transforms:_web_lock": "guards _web: one call at a time",
     "delivery.web.probes:_migrated": "cache: the migrations once applied",
 }
 DJANGO_NAMES = {"urlpatterns", "router", "docs", "app_name", "register", "__all__", "application"}

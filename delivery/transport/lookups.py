@@ -72,7 +72,7 @@ class Lookups:
     async def _start(self, key: tuple[str, int], share) -> asyncio.Future:
         """A thread for this lookup once the share has room for one (waiting, within the deadline, for a thread
         of its part to come back)."""
-        await self.shared.wait_for_room(share)
+        await self.shared.wait_for_room(share, done=lambda: key in self.running)
         if key in self.running:  # someone else started it meanwhile
             return self.running[key]
         future = self.shared.run(share, self.resolver, *key)

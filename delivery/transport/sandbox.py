@@ -20,82 +20,22 @@ import asyncio
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 import py_mini_racer as js_errors
 from py_mini_racer import MiniRacer, mini_racer
 
+from delivery.transport.sandbox_prelude import PRELUDE
+
 METHODS = ("POST", "PUT")
 CODE_NAME = "handler.js"  # how the tenant's code is named in stack traces (its line numbers are read from them)
-# The code sits on the script's second line: a line the tenant sees is the trace's line less this.
-LINE_OFFSET = 1
+# Where the code's first line is in a trace: the second line of the check's script; the third of the function a run
+# compiles (after `function anonymous(` and `) {`).
+CHECK_LINE_OFFSET, RUN_LINE_OFFSET = 1, 2
+_LONE_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")  # an odd number of backslashes, then \uD800-\uDFFF
 # A frame in the code (a runtime error), or where a script that did not parse stopped (a syntax error).
 _LINE = re.compile(re.escape(CODE_NAME) + r":(\d+)|^<anonymous>:(\d+):")
-
-PRELUDE = r"""
-(() => {
-  "use strict";
-  const RealDate = Date;
-  let clock = 0;
-  function HeraldDate(...args) {
-    if (!new.target) return new RealDate(clock).toString();
-    return Reflect.construct(RealDate, args.length ? args : [clock], new.target);
-  }
-  HeraldDate.prototype = RealDate.prototype;
-  Object.defineProperty(RealDate.prototype, "constructor", {value: HeraldDate});
-  HeraldDate.now = () => clock;
-  HeraldDate.parse = RealDate.parse;
-  HeraldDate.UTC = RealDate.UTC;
-  globalThis.Date = HeraldDate;
-  Math.random = function random() {
-    throw new Error("Math.random is not available in a transformation: its output must be the same on every try");
-  };
-  delete Atomics.waitAsync;
-  delete Atomics.wait;
-  for (const name of ["WeakRef", "FinalizationRegistry", "SharedArrayBuffer", "WebAssembly"]) delete globalThis[name];
-  for (const name of ["setTimeout", "clearTimeout", "__timer_manager"]) {
-    if (name in globalThis) globalThis[name] = undefined;
-  }
-  const parse = JSON.parse, stringify = JSON.stringify;
-  const isPromise = (value) => value instanceof Promise;
-  function run(factory, input, now, maxOutput) {
-    clock = now;
-    const handler = factory();
-    if (typeof handler !== "function") throw new TypeError("the code defines no function handler(webhook)");
-    const webhook = parse(input);
-    const url = webhook.url;
-    let out = handler(webhook);
-    if (out === undefined) out = webhook;
-    if (isPromise(out)) throw new TypeError("handler(webhook) returned a Promise: it must return the webhook itself");
-    if (out === null || typeof out !== "object") throw new TypeError("handler(webhook) must return the webhook");
-    if (out.url !== url) throw new TypeError("a transformation cannot change the URL: the endpoint that " +
-                                                   "confirmed the subscription is the one that receives");
-    const text = stringify({payload: out.payload, method: out.method, cancel: out.cancel});
-    if (text.length > maxOutput) throw new RangeError("the webhook returned is larger than " + maxOutput + " bytes");
-    return text;
-  }
-  Object.defineProperty(globalThis, "__herald_run", {value: run});
-  const seen = new Set();
-  const freeze = (o) => {
-    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) return;
-    seen.add(o);
-    Object.freeze(o);
-    for (const key of Reflect.ownKeys(o)) {
-      const d = Reflect.getOwnPropertyDescriptor(o, key);
-      if ("value" in d) freeze(d.value); else { freeze(d.get); freeze(d.set); }
-    }
-    freeze(Reflect.getPrototypeOf(o));
-  };
-  freeze(globalThis);
-  // Intrinsics no global names: generators', async functions', iterators', typed arrays'.
-  for (const o of [function* () {}, async function () {}, async function* () {}, [][Symbol.iterator](),
-                   new Map()[Symbol.iterator](), new Set()[Symbol.iterator](), ""[Symbol.iterator](),
-                   "x".matchAll(/x/g), Int8Array, (function* () {})()]) {
-    freeze(Reflect.getPrototypeOf(o));
-  }
-})();
-//# sourceURL=herald-prelude.js
-"""
 
 
 @dataclass(frozen=True)
@@ -116,6 +56,7 @@ class Outcome:
     error: str = ""
     line: int | None = None
     step: str = ""  # which code failed, where several run one after another (a version's down-converter)
+    internal: bool = False  # the sandbox could not run it (Herald's failure, not the code's)
 
     @property
     def ok(self) -> bool:
@@ -130,18 +71,16 @@ class Outcome:
 
 
 def source(code: str, webhook: dict, now_ms: int, max_output: int) -> str:
-    """The script one call evaluates: the code in a strict function of its own (so nothing it declares outlives the
-    call), handed to the prelude's runner with the webhook as a JSON string literal."""
-    return ('__herald_run((function () {"use strict";\n' + code
-            + '\n;return typeof handler === "function" ? handler : null;}), '
-            + json.dumps(json.dumps(webhook, ensure_ascii=False)) + f", {int(now_ms)}, {int(max_output)})"
-            + f"\n//# sourceURL={CODE_NAME}")
+    """The script one call evaluates: the prelude's runner given the code and the webhook as JSON string literals
+    (the runner compiles the code as a function body of its own, so nothing it declares outlives the call)."""
+    return (f"__herald_run({json.dumps(code)}, {json.dumps(json.dumps(webhook, ensure_ascii=False))}, "
+            f"{int(now_ms)}, {int(max_output)})")
 
 
-def _line(text: str, code: str) -> int | None:
+def _line(text: str, code: str, offset: int = RUN_LINE_OFFSET) -> int | None:
     """The code's line an error names (its first frame in the code), within the code's lines."""
     found = _LINE.search(text)
-    line = int(found.group(1) or found.group(2)) - LINE_OFFSET if found else 0
+    line = int(found.group(1) or found.group(2)) - offset if found else 0
     return min(line, code.count("\n") + 1) if line >= 1 else None  # (line 0: Herald's call of the handler)
 
 
@@ -203,11 +142,13 @@ class Sandbox:
         limits = self.limits
         if len(code.encode("utf-8", "surrogatepass")) > limits.code_bytes:
             return Outcome(error=f"the code is larger than {limits.code_bytes} bytes")
-        script = source(code, webhook, now_ms, limits.output_bytes)
+        began = time.monotonic()
         try:
+            script = source(code, webhook, now_ms, limits.output_bytes)
             context = self._context()
             text = context.eval(script, timeout_sec=limits.timeout_ms / 1000)
-            context.eval("0", timeout_sec=limits.timeout_ms / 1000)  # promise jobs left behind run within this call
+            left = max(0.001, limits.timeout_ms / 1000 - (time.monotonic() - began))
+            context.eval("0", timeout_sec=left)  # promise jobs left behind run within this call's time
         except js_errors.JSTimeoutException:
             self.discard()
             return Outcome(error=f"timed out after {limits.timeout_ms} ms")
@@ -219,17 +160,26 @@ class Sandbox:
                 self.discard()
                 return Outcome(error=f"used more than {limits.memory_mb} MB of memory")
             return Outcome(error=_message(str(exc)), line=_line(str(exc), code))
+        except RecursionError:
+            return Outcome(error="the webhook is nested too deeply to be given to the handler")
         except Exception as exc:  # mini-racer itself failed (a conversion, a terminated isolate): this call fails
             self.discard()
             return Outcome(error=f"the sandbox failed: {type(exc).__name__}")
-        return read(text)
+        return read(text, limits.output_bytes)
 
 
-def read(text) -> Outcome:
-    """The runner's JSON answer as an Outcome, or the reason it is not a webhook Herald can send."""
+def read(text, max_output: int) -> Outcome:
+    """The runner's JSON answer as an Outcome, or the reason it is not a webhook Herald can send (its size counted
+    in UTF-8 bytes, as it is sent)."""
     try:
+        if len(text.encode("utf-8")) > max_output:
+            return Outcome(error=f"the webhook returned is larger than {max_output} bytes")
+        if _LONE_SURROGATE.search(text):  # (JSON.stringify writes a lone surrogate as an escape)
+            raise UnicodeEncodeError("utf-8", text, 0, 1, "a lone surrogate")
         answer = json.loads(text)
-    except (TypeError, ValueError):
+    except UnicodeEncodeError:
+        return Outcome(error="the webhook returned holds text that is not valid Unicode (a lone surrogate)")
+    except (TypeError, ValueError, RecursionError, AttributeError):
         return Outcome(error="the handler's answer could not be read")
     method = answer.get("method", "POST")
     if method not in METHODS:
@@ -252,12 +202,14 @@ def check(code: str, limits: Limits) -> Outcome:
     sandbox = Sandbox(limits)
     try:
         defined = sandbox._context().eval(script, timeout_sec=limits.timeout_ms / 1000)
+        # As a run compiles it: a body of its own, which cannot close its function early and go on outside it.
+        sandbox._context().eval(f"__herald_compiles({json.dumps(code)})", timeout_sec=limits.timeout_ms / 1000)
     except js_errors.JSTimeoutException:
         return Outcome(error=f"timed out after {limits.timeout_ms} ms")
     except js_errors.JSOOMException:
         return Outcome(error=f"used more than {limits.memory_mb} MB of memory")
     except js_errors.JSEvalException as exc:
-        return Outcome(error=_message(str(exc)), line=_line(str(exc), code))
+        return Outcome(error=_message(str(exc)), line=_line(str(exc), code, CHECK_LINE_OFFSET))
     except Exception as exc:
         return Outcome(error=f"the sandbox failed: {type(exc).__name__}")
     finally:

@@ -40,9 +40,7 @@ from delivery.rules.wire import OutgoingRequest
 from delivery.transport import descriptors, posting
 from delivery.transport.lookups import SHARE, Lookups
 from delivery.transport.posting import MAX_FIELD_BYTES, SendResult, allowed_networks, proxy_host
-from delivery.transport.ssrf import (
-    GuardedResolver,
-)
+from delivery.transport.ssrf import GuardedResolver
 from delivery.transport.stalls import StalledSends
 from delivery.transport.transforms import Transforms
 
@@ -193,10 +191,13 @@ class Transport:
         SHARE.set(slot.share or send_shares.UNSHARED)  # whose share of the lookup threads this send's name lookup takes
         if request.rendering is None:
             return await self._send_as_built(request, timeout, key, start_by, slot)
-        # Its transformation first, on the transformation threads in its share; then the request it built.
-        rendered = await self.transforms.rendered(request, slot.share or send_shares.UNSHARED)
-        if isinstance(rendered, SendResult):  # cancelled, or failed: nothing to send
-            self._give_back(slot)
+        rendered = None
+        try:  # its transformation first, on the transformation threads in its share; then the request it built
+            rendered = await self.transforms.rendered(request, slot.share or send_shares.UNSHARED, start_by)
+        finally:
+            if not isinstance(rendered, OutgoingRequest):  # not started in time, ended, or raised
+                self._give_back(slot)
+        if not isinstance(rendered, OutgoingRequest):
             return rendered
         result = await self._send_as_built(rendered, timeout, key, start_by, slot)
         return result if result is None else dataclasses.replace(result, sent=rendered)
@@ -262,12 +263,16 @@ class Transport:
 
 
 def _answer(future: concurrent.futures.Future, task: asyncio.Task) -> None:
-    """A send's task is done: its future gets the answer (or is cancelled with it, as the loop shuts down)."""
+    """A send's task is done: its future gets the answer (or is cancelled with it, as the loop shuts down). A send
+    that raised, which none should, answers as Herald's own failure: one send, not the pump that waits on it."""
     if task.cancelled():
         future.cancel()
     elif future.set_running_or_notify_cancel():
-        if task.exception() is not None:
-            future.set_exception(task.exception())
+        exc = task.exception()
+        if exc is not None:
+            future.set_result(SendResult(status=None, duration_ms=0, started_at=time.time(),
+                                         error_class=ErrorClass.INTERNAL,
+                                         error_detail=f"the send failed inside Herald ({type(exc).__name__})"))
         else:
             future.set_result(task.result())
 

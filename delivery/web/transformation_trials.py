@@ -3,9 +3,10 @@ console's "Test transformation", the portal's Test): nothing is sent or stored.
 
 What runs is the code given, else the subscription's saved code; on the payload given, else the catalog's example
 of the event type; the event type given, else the subscription's first event type (an exact name, not a `*`
-pattern). One run in a fresh sandbox within the transformations' limits (transport/transforms.trial), which answers
-what the handler returned or why it could not (its line, when the error has one). Input that cannot make a run is a
-400 naming the field; a tenant's subscription where the owner's portal does not allow transformations, a 403.
+pattern). One run in the sandbox's process within the transformations' limits (transport/transforms.trial), which
+answers what the handler returned or why it could not (its line, when the error has one). Input that cannot make a
+run is a 400 naming the field; a tenant's subscription where the owner's portal does not allow transformations, a
+403.
 """
 
 from delivery.engine.accounts import tenancy
@@ -34,7 +35,7 @@ def trial(subscription: Subscription, *, code: str | None = None, payload=ABSENT
         event_type = first_event_type(subscription)
     if payload is ABSENT:
         payload = _example(subscription, event_type)
-    return transforms.trial(code, transforms.webhook(event_type, payload))
+    return transforms.trial(code, transforms.webhook(event_type, payload, url=subscription.endpoint.url))
 
 
 def first_event_type(subscription: Subscription) -> str:

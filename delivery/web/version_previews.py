@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from delivery.engine.accounts import catalog
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Message
-from delivery.rules import event_type_filter, event_versions, wire
+from delivery.rules import event_type_filter, event_versions
 from delivery.transport import transforms
-from delivery.transport.sandbox import Sandbox
 from subscriptions.models import EventTypeVersion, Subscription
 
 LOOKED_AT = 100  # the latest deliveries searched for an event of a type with versions
@@ -134,27 +133,18 @@ def preview(subscription: Subscription, to_version: str) -> dict:
     versions = receivable.get(sample.event_type) or _versions(subscription.topic.owner_id, [sample.event_type]).get(
         sample.event_type, [])
     names = [v.name for v in versions]
-    sandbox = Sandbox(transforms.limits())
-    try:
-        shown = {side: _rendered(sandbox, subscription, sample, versions, event_versions.received(names, pin))
-                 for side, pin in (("current", subscription.event_version), ("upgraded", to_version))}
-    finally:
-        sandbox.discard()
+    shown = {side: _rendered(subscription, sample, versions, event_versions.received(names, pin))
+             for side, pin in (("current", subscription.event_version), ("upgraded", to_version))}
     return {"event_type": sample.event_type, "message": sample.message, **shown}
 
 
-def _unused(payload, method):
-    raise AssertionError("a preview sends nothing")
-
-
-def _rendered(sandbox: Sandbox, subscription: Subscription, sample: _Sample, versions, target: str) -> dict:
+def _rendered(subscription: Subscription, sample: _Sample, versions, target: str) -> dict:
     """The sample brought down to `target` (as published when it is older: there are no up-converters)."""
     steps = event_versions.down_steps(versions, sample.version, target)
     if not steps:
         return {"version": sample.version, "payload": sample.payload}
-    rendering = wire.Rendering(event_type=sample.event_type, payload=sample.payload, steps=steps,
-                               now_ms=sample.now_ms, finish=_unused)
-    outcome = transforms.apply(sandbox, rendering, subscription.endpoint.url)
+    outcome = transforms.run_steps(steps, sample.event_type, sample.payload, url=subscription.endpoint.url,
+                                   now_ms=sample.now_ms)
     if not outcome.ok:
         return {"version": target, "error": f"{outcome.step}: {outcome.error}", "line": outcome.line}
     if outcome.cancel:

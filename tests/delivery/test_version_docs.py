@@ -9,9 +9,7 @@ import pytest
 
 from delivery.engine.accounts.event_types import event_type_create, event_version_create
 from delivery.rules import event_versions
-from delivery.rules.wire import Rendering
 from delivery.transport import transforms
-from delivery.transport.sandbox import Sandbox
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -28,9 +26,5 @@ def test_the_pages_down_converter_gives_the_payload_shown(user):
     versions = [event_versions.Version(v.name, v.down_converter) for v in customer.versions.all()]
     steps = event_versions.down_steps(versions, "2026-06-01", event_versions.received(["2026-01-01", "2026-06-01"],
                                                                                      "2026-01-01"))
-    sandbox = Sandbox(transforms.limits())
-    try:
-        outcome = transforms.apply(sandbox, Rendering("customer.created", before, steps, 0, finish=None))
-    finally:
-        sandbox.discard()
+    outcome = transforms.run_steps(steps, "customer.created", before)
     assert outcome.ok and outcome.payload == after

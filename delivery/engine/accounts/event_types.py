@@ -12,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from delivery.engine.accounts import catalog, quotas
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules import catalog_entry, event_versions
-from delivery.transport import sandbox, transforms
+from delivery.transport import transforms
 from subscriptions.models import EVENT_VERSION_VALIDATOR, EventType, EventTypeVersion, Subscription
 
 FIELDS = ("name", "description", "schema", "example", "validate_payloads", "on_mismatch", "deprecated",
@@ -104,7 +104,7 @@ def version_problems(event_type: EventType, name, schema, example, down_converte
     found = event_versions.new_version_problem(names, name, down_converter)
     found.update(catalog.entry_problems(schema, example, validate_payloads=False))
     if down_converter.strip() and "down_converter" not in found:
-        compiled = sandbox.check(down_converter, transforms.limits())
+        compiled = transforms.check(down_converter)
         if not compiled.ok:
             found["down_converter"] = f"line {compiled.line}: {compiled.error}" if compiled.line else compiled.error
     return found

@@ -146,11 +146,11 @@ def checked_options(changes: dict, subscription: Subscription | None = None, *, 
 
 
 def checked_transformation(value) -> dict | None:
-    """A transformation as stored ({code, enabled}; None removes it), its code compiled (sandbox.check) so that no
+    """A transformation as stored ({code, enabled}; None removes it), its code compiled (transforms.check) so that no
     worker is handed code that cannot run: a 400 on `transformation` naming the line otherwise."""
     limits = transforms.limits()
     problem = subscription_rules.transformation_problem(value, limits.code_bytes)
-    compiled = sandbox.check(value["code"], limits) if value is not None and not problem else sandbox.Outcome()
+    compiled = transforms.check(value["code"]) if value is not None and not problem else sandbox.Outcome()
     if problem or not compiled.ok:
         where = f"line {compiled.line}: " if compiled.line else ""
         raise ApplicationError(problem or f"{where}{compiled.error}", field="transformation")

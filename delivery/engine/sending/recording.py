@@ -78,11 +78,18 @@ def finished_at(result: SendResult) -> datetime:
     return datetime.fromtimestamp(result.started_at, tz=UTC) + timedelta(milliseconds=result.duration_ms)
 
 
+def never_sent(tried: Tried) -> bool:
+    """A try that ended before its request: its transformation cancelled or failed, or could not run."""
+    request = tried.request
+    return (tried.result.error_class in decisions.TRANSFORMED_AWAY
+            or (request is not None and request.rendering is not None and tried.result.sent is None))
+
+
 def attempt_row(tried: Tried, outcome: str) -> Attempt:
     """The attempt as stored: what was sent (a transformation's request when it made one; nothing when it ended
     the try) and what came back."""
     result = tried.result
-    request = None if result.error_class in decisions.TRANSFORMED_AWAY else result.sent or tried.request
+    request = None if never_sent(tried) else result.sent or tried.request
     return Attempt(
         delivery_id=tried.delivery.id, number=tried.number, queue=tried.queue,
         started_at=datetime.fromtimestamp(result.started_at, tz=UTC), duration_ms=result.duration_ms,
@@ -263,8 +270,8 @@ def record_health(tries: list[Tried], gone: set[int], probes: set[int], now) -> 
     by_endpoint = defaultdict(lambda: {"outcomes": [], "gone": False, "probe": False})
     counted = set()  # a batch's request is one result for its endpoint, however many deliveries it carried
     for tried in tries:
-        if tried.result.error_class == ErrorClass.CUT_SHORT or tried.result.error_class in decisions.TRANSFORMED_AWAY:
-            continue  # Herald ended it, or its transformation did: not the endpoint's doing, so not its health's
+        if tried.result.error_class == ErrorClass.CUT_SHORT or never_sent(tried):
+            continue  # Herald ended it, or it ended before its request: not the endpoint's doing, nor its health's
         seen = by_endpoint[tried.delivery.endpoint_id]
         if tried.request is None or id(tried.request) not in counted:
             seen["outcomes"].append(tried.result.ok)

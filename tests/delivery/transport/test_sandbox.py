@@ -54,8 +54,8 @@ def test_errors_name_the_line_of_the_code(sandbox):
     thrown = run(sandbox, "function handler(w) {\n  const a = w.payload;\n  return a.b.c;\n}")
     assert thrown.line == 3 and thrown.error.startswith("TypeError: Cannot read properties of undefined")
     assert thrown.reason() == f"transformation_failed: line 3: {thrown.error}"
-    syntax = run(sandbox, "function handler(w) {\n  return w;\n}}")
-    assert syntax.line == 3 and syntax.error.startswith("SyntaxError")
+    syntax = run(sandbox, "function handler(w) {\n  return w;\n}}")  # (saved code compiled when it was saved)
+    assert syntax.error.startswith("SyntaxError")
     compiled = check("function handler(w) {\n\n  return w +;\n}", Limits())
     assert compiled.line == 3 and compiled.error.startswith("SyntaxError")
     assert check("function handler(w) { return w; }", Limits()).ok
@@ -124,3 +124,43 @@ def test_whatever_code_and_payload_a_tenant_gives_the_sandbox_answers_an_outcome
         outcome = run(sandbox, text, {**WEBHOOK, "payload": payload})
         assert outcome.ok or outcome.error
         assert check(text, Limits()).ok in (True, False)
+
+
+def test_one_call_sees_nothing_of_another_calls_data(sandbox):
+    victim = "function handler(w) { w.payload = /sk_live_(\\w+)/.exec(w.payload.token)[1]; return w; }"
+    assert run(sandbox, victim, {**WEBHOOK, "payload": {"token": "sk_live_SECRET"}}).payload == "SECRET"
+    spy = run(sandbox, "function handler(w) { w.payload = [RegExp.lastMatch, RegExp.$1, RegExp.input, "
+                       "typeof __TimerManager, typeof __timer_manager]; return w; }")
+    assert spy.payload == [None, None, None, "undefined", "undefined"]
+    for attack in ("Object.getPrototypeOf([].values().map(x => x)).next = null",
+                   "Object.getPrototypeOf(Iterator.from({next() {}})).next = null",
+                   "Object.getPrototypeOf(new Intl.Segmenter().segment('x')).containing = null",
+                   "Object.getOwnPropertyDescriptor(new Error(), 'stack').get.kept = 1"):
+        outcome = run(sandbox, f"function handler(w) {{ {attack}; return w; }}")
+        assert "TypeError" in outcome.error, attack
+
+
+def test_no_real_time_through_temporal_or_intl(sandbox):
+    clock = run(sandbox, "function handler(w) { w.payload = [typeof Temporal, new Intl.DateTimeFormat('en', "
+                         "{timeZone: 'UTC', dateStyle: 'short'}).format(), "
+                         "new Intl.DateTimeFormat('en', {timeZone: 'UTC'}).formatToParts()[4].value]; return w; }")
+    assert clock.payload == ["undefined", "11/28/25", "2025"]
+
+
+def test_code_cannot_close_its_function_and_go_on_outside_it(sandbox):
+    escape = ('function handler(w) { return w; }\nreturn handler; }), "{}", 0, 1e9); let kept = 1; '
+              '((s) => s)(JSON.stringify({payload: 1}), (function () {')
+    assert "SyntaxError" in run(sandbox, escape).error
+    assert "SyntaxError" in check(escape, Limits()).error
+
+
+def test_what_is_sent_is_measured_in_bytes_and_must_be_unicode_and_shallow():
+    sandbox = Sandbox(Limits(output_bytes=1000))
+    euros = run(sandbox, "function handler(w) { w.payload = '€'.repeat(400); return w; }")  # 400 units, 1,200 bytes
+    assert euros.error == "the webhook returned is larger than 1000 bytes"
+    lone = run(sandbox, "function handler(w) { w.payload = '\\ud800'; return w; }")
+    assert "not valid Unicode" in lone.error
+    deep = run(sandbox, "function handler(w) { let p = 1; for (let i = 0; i < 100; i++) p = [p]; "
+                        "w.payload = p; return w; }")
+    assert "nested deeper than 64" in deep.error
+    sandbox.discard()

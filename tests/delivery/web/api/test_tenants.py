@@ -120,14 +120,14 @@ def others(shop, django_user_model):
 # What a tenant key may do to its own objects (anything else: 404 even for its own).
 TENANT_ROUTES = {
     "topics": {("get", "/api/topics/{id}/")},
-    "event-types": {("get", "/api/event-types/{id}/")},
+    "event-types": {("get", "/api/event-types/{id}/"), ("get", "/api/event-types/{id}/versions/")},
     "endpoints": {("get", "/api/endpoints/{id}/"), ("post", "/api/endpoints/{id}/enable/")},
     "deliveries": {("get", "/api/deliveries/{id}/"), ("post", "/api/deliveries/{id}/retry/")},
     "subscriptions": {("get", "/api/subscriptions/{id}/"), ("patch", "/api/subscriptions/{id}/"),
                       ("delete", "/api/subscriptions/{id}/")} | {
         ("post", f"/api/subscriptions/{{id}}/{name}/") for name in (
             "confirm", "replay", "redrive", "recover", "pause", "resume", "rotate-secret", "resend-confirmation",
-            "test", "transformation/test")} | {("get", "/api/subscriptions/{id}/metrics/"),
+            "test", "transformation/test", "event-version/preview")} | {("get", "/api/subscriptions/{id}/metrics/"),
                                                 ("get", "/api/subscriptions/{id}/dead-letters/")},
 }
 

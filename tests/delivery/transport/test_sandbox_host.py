@@ -1,0 +1,45 @@
+"""The sandbox's own process: what V8 can stop only by ending its process ends the child, never the process that
+asked; a built-in that runs past the time limit is killed at the deadline; memory outside the isolate's heap is
+bounded; the next call gets a new child."""
+
+import os
+
+import pytest
+
+from delivery.transport import transforms
+from delivery.transport.sandbox_host import SandboxProcess
+
+
+@pytest.fixture
+def process():
+    process = SandboxProcess()
+    yield process
+    process.close()
+
+
+def run(process, code):
+    return transforms.call(process, (("", code),), "order.created", {"id": 1}, url="https://hooks.example/")
+
+
+def test_a_fatal_error_of_v8_ends_the_child_only(process):
+    assert run(process, "function handler(w) { return w; }").ok
+    first = process.child.pid
+    crashed = run(process, 'function handler(w) { "x".repeat(2 ** 28).split(""); return w; }')
+    assert "ended the sandbox's process" in crashed.error and os.getpid()  # this process goes on
+    again = run(process, "function handler(w) { w.payload = 2; return w; }")
+    assert again.ok and again.payload == 2 and process.child.pid != first
+
+
+def test_a_built_in_past_the_time_limit_is_killed_at_the_deadline(process, settings):
+    settings.HERALD_TRANSFORM_TIMEOUT_MS = 50
+    assert run(process, "function handler(w) { return w; }").ok  # started
+    slow = run(process, 'function handler(w) { "\\u00e9".repeat(2 ** 26).normalize("NFD"); return w; }')
+    assert slow.error == "timed out after 50 ms"
+    assert process.child is None  # killed at the deadline (V8 cannot stop that built-in: it runs for seconds)
+    assert run(process, "function handler(w) { return w; }").ok
+
+
+def test_memory_outside_the_heap_is_bounded(process):
+    huge = run(process, "function handler(w) { new Uint8Array(2 ** 32).fill(7); return w; }")
+    assert not huge.ok and ("Array buffer allocation failed" in huge.error or "ended the sandbox" in huge.error)
+    assert run(process, "function handler(w) { return w; }").ok
