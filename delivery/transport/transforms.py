@@ -109,9 +109,12 @@ class Transforms:
         wait = None if start_by is None else max(0.0, start_by - time.monotonic())
         try:
             async with asyncio.timeout(wait):
-                done = await self.threads.start(share, self._apply, rendering, request.url, share)
+                await self.threads.wait_for_room(share)
         except TimeoutError:
             return None
+        if start_by is not None and time.monotonic() > start_by:
+            return None
+        done = self.threads.run(share, self._apply, rendering, request.url, share)
         try:
             outcome = await asyncio.shield(done)
         except Exception as exc:  # the thread itself failed: Herald's, not the code's

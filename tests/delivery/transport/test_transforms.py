@@ -41,3 +41,23 @@ def test_a_share_of_slow_handlers_leaves_another_shares_transformations_as_they_
     assert finished[0] == "quick"  # before any of the slow share's, each of which runs 300 ms
     assert all(isinstance(r, SendResult) and r.error_detail == "transformation_failed: timed out after 300 ms"
                for r in slow)
+
+
+def test_the_trace_headers_added_after_the_build_go_along_with_the_transformed_request():
+    transforms = Transforms(threads=1)
+    traced = OutgoingRequest(url="http://127.0.0.1:9/", body=b"", headers={"traceparent": "00-abc-def-01"},
+                             rendering=request("function handler(w) { return w; }").rendering)
+    try:
+        built = asyncio.run(transforms.rendered(traced, QUICK))
+    finally:
+        transforms.close()
+    assert built.body == b"done" and built.headers["traceparent"] == "00-abc-def-01"
+
+
+def test_a_send_whose_start_window_passed_while_it_waited_is_not_transformed():
+    transforms = Transforms(threads=1)
+    try:
+        assert asyncio.run(transforms.rendered(request("function handler(w) { return w; }"), QUICK,
+                                               start_by=0.0)) is None
+    finally:
+        transforms.close()
