@@ -29,7 +29,7 @@ from delivery.transport.sandbox import Limits, Outcome, Sandbox, check
 
 ISOLATES = 4  # per child: the shares whose isolates are kept
 START_SECONDS = 10.0  # the longest a child may take to start and answer its first call
-GRACE_SECONDS = 0.5  # beyond the calls' own time limits, for the hand-over and the child's own work
+GRACE_SECONDS = 1.0  # beyond the calls' own time limits, for the hand-over and the child's own work (a new isolate)
 MAX_MESSAGE = 64 * 1024 * 1024
 
 

@@ -30,6 +30,7 @@ from delivery.engine.state import health
 from delivery.rules import answers
 from delivery.transport import transforms
 from delivery.web import selectors, transformation_trials, version_previews
+from delivery.web.api import throttling
 from subscriptions.models import Subscription
 
 REMOVE_COUNTED = 10_000  # the removal page counts the history it deletes up to this many
@@ -103,7 +104,12 @@ def _save_transformation(subscription: Subscription, request) -> None:
 
 
 def _test_transformation(subscription: Subscription, request) -> dict:
-    """One run of the editor's code on its payload (empty: the catalog's example of the event type)."""
+    """One run of the editor's code on its payload (empty: the catalog's example of the event type), within the
+    tenant's test-runs a minute (the API's budget)."""
+    throttle = throttling.TransformationTestThrottle()
+    if not throttle.allow(throttling.tenant_runner(subscription.tenant)):
+        raise ApplicationError(f"Too many test-runs: try again in {int(throttle.wait()) + 1} s.", field="code",
+                               status_code=429)
     text, payload = request.POST.get("payload", ""), transformation_trials.ABSENT
     if text.strip():
         payload, problem = answers.json_value(text, max_chars=transforms.limits().output_bytes)

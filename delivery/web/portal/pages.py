@@ -19,6 +19,7 @@ from delivery.engine.accounts import recovery, subscribing
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.rules.vocabulary import UNFINISHED, DeliveryStatus
 from delivery.web import selectors, transformation_trials, version_previews
+from delivery.web.api import throttling
 from delivery.web.portal import actions
 from delivery.web.portal.access import portal_page
 from subscriptions.models import Subscription
@@ -168,6 +169,9 @@ def _versions(request, subscription: Subscription) -> dict | None:
     shown = {"pin": subscription.event_version, "received": received,
              "newest": max(each.latest for each in received) if any(each.behind for each in received) else ""}
     if shown["newest"] and request.headers.get("Sec-Fetch-Dest") != "empty":
+        if not throttling.EventVersionPreviewThrottle().allow(throttling.tenant_runner(subscription.tenant)):
+            shown["unpreviewable"] = "Too many previews this minute: open the page again in a minute."
+            return shown
         try:
             preview = version_previews.preview(subscription, shown["newest"])
         except ApplicationError as exc:

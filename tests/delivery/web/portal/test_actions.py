@@ -16,6 +16,7 @@ from delivery.engine.accounts.event_types import event_type_create, event_versio
 from delivery.engine.accounts.tenancy import NOT_ALLOWED
 from delivery.engine.state import health
 from delivery.models import Delivery, Replay
+from delivery.web.api import throttling
 from delivery.web.portal.actions import ACTIONS, Action, done_words
 from subscriptions.models import Endpoint, EventType, Subscription
 from tests.conftest import ROOT
@@ -266,6 +267,14 @@ def test_a_failing_handler_shows_its_line_and_bad_input_is_refused_with_the_reas
     assert 'id="transformation-error">The payload to test with is not JSON (JSONDecodeError).</p>' in (
         refused.content.decode())
     assert ">{oops</textarea>" in refused.content.decode()
+
+
+def test_a_tenants_test_runs_are_counted_as_its_api_test_runs_are(editor, link, client, monkeypatch, redis_conn):
+    monkeypatch.setattr(throttling.TransformationTestThrottle, "rate", "1/min")
+    first = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": SLACK, "payload": "{}"})
+    assert first.status_code == 200
+    second = client.post(f"{link}subscriptions/{editor}/transformation_test/", {"code": SLACK, "payload": "{}"})
+    assert second.status_code == 429 and "Too many test-runs" in second.content.decode()
 
 
 def test_saving_compiles_the_code_and_a_refusal_keeps_what_was_typed(editor, link, client):
