@@ -72,13 +72,24 @@ class Lookups:
     async def _start(self, key: tuple[str, int], share) -> asyncio.Future:
         """A thread for this lookup once the share has room for one (waiting, within the deadline, for a thread
         of its part to come back)."""
-        await self.shared.wait_for_room(share, done=lambda: key in self.running)
+        await self.shared.wait_for_room(share, done=lambda: key in self.running or self._kept(key) is not None)
         if key in self.running:  # someone else started it meanwhile
             return self.running[key]
+        kept = self._kept(key)
+        if kept is not None:  # answered meanwhile
+            answered = asyncio.get_running_loop().create_future()
+            answered.set_result(kept)
+            return answered
         future = self.shared.run(share, self.resolver, *key)
         self.running[key] = future
+        self.shared.wake()  # whoever waits for a thread to look this name up joins this lookup instead
         future.add_done_callback(lambda done: self._came_back(key, done))
         return future
+
+    def _kept(self, key):
+        """The cached addresses of `key` while they are fresh, else None."""
+        kept = self.cache.get(key)
+        return kept[0] if kept is not None and kept[1] > time.monotonic() else None
 
     def _room_for(self, share) -> bool:
         """Whether `share` may start a lookup now (shared_threads.SharedThreads.room_for)."""

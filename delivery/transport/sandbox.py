@@ -8,7 +8,7 @@ A call runs `handler(webhook)` from code a tenant wrote. What it may not do, and
   changed, a closure kept) is seen by the next; each call evaluates the code afresh in a strict function scope;
 - work on after it returned: promise jobs left behind run within the same call's time limit, and weak references'
   callbacks (WeakRef, FinalizationRegistry) are removed;
-- cost more than its limits: a time limit per call (the isolate's thread is terminated past it), a memory limit on
+- cost more than its limits: a CPU-time limit per call (V8 is terminated past it: `timed_eval`), a memory limit on
   the isolate's heap, a size limit on the code and on what it returns (`Limits`).
 
 Every call answers an `Outcome`: the webhook returned, or the reason it could not be (with the code's line when
@@ -29,6 +29,7 @@ from py_mini_racer import MiniRacer, mini_racer
 from delivery.transport.sandbox_prelude import PRELUDE
 
 METHODS = ("POST", "PUT")
+NO_HANDLER = "the code defines no function handler(webhook)"
 CODE_NAME = "handler.js"  # how the tenant's code is named in stack traces (its line numbers are read from them)
 # Where the code's first line is in a trace: the second line of the check's script; the third of the function a run
 # compiles (after `function anonymous(` and `) {`).
@@ -108,6 +109,35 @@ def callback_loop() -> asyncio.AbstractEventLoop:
     return _callbacks
 
 
+class CpuSpent(Exception):
+    """A call used its CPU time (or, as a backstop, WALL_FACTOR times it in elapsed time)."""
+
+
+WALL_FACTOR = 20  # a call also ends after this many times its CPU time has elapsed (a machine too busy to run it)
+WATCH_SECONDS = 0.002  # how often a call's CPU time is looked at
+
+
+def timed_eval(context: MiniRacer, code: str, cpu_seconds: float):
+    """`context.eval(code)`, ended (CpuSpent) once it has used `cpu_seconds` of CPU time: the process's, as V8 runs
+    on threads of its own and nothing else runs in the sandbox's process meanwhile (sandbox_host.py), so a loaded
+    machine that delays a call does not spend its budget. Elapsed time bounds it too, at WALL_FACTOR times."""
+    async def watched():
+        task = asyncio.ensure_future(context.eval_cancelable(code))
+        began, until = time.process_time(), time.monotonic() + max(1.0, WALL_FACTOR * cpu_seconds)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=WATCH_SECONDS)
+            if done:
+                return task.result()
+            if time.process_time() - began > cpu_seconds or time.monotonic() > until:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+                raise CpuSpent
+    return asyncio.run_coroutine_threadsafe(watched(), callback_loop()).result()
+
+
 class Sandbox:
     """One V8 isolate with the prelude, used by one thread at a time. `run` never raises."""
 
@@ -144,14 +174,14 @@ class Sandbox:
         limits = self.limits
         if len(code.encode("utf-8", "surrogatepass")) > limits.code_bytes:
             return Outcome(error=f"the code is larger than {limits.code_bytes} bytes")
-        began = time.monotonic()
         try:
             script = source(code, webhook, now_ms, limits.output_bytes)
             context = self._context()
-            text = context.eval(script, timeout_sec=limits.timeout_ms / 1000)
-            left = max(0.001, limits.timeout_ms / 1000 - (time.monotonic() - began))
-            context.eval("0", timeout_sec=left)  # promise jobs left behind run within this call's time
-        except js_errors.JSTimeoutException:
+            began = time.process_time()
+            text = timed_eval(context, script, limits.timeout_ms / 1000)
+            left = max(0.001, limits.timeout_ms / 1000 - (time.process_time() - began))
+            timed_eval(context, "0", left)  # promise jobs left behind run within this call's time
+        except (CpuSpent, js_errors.JSTimeoutException):
             self.discard()
             return Outcome(error=f"timed out after {limits.timeout_ms} ms")
         except js_errors.JSOOMException:
@@ -196,24 +226,27 @@ def read(text, max_output: int) -> Outcome:
 
 def check(code: str, limits: Limits) -> Outcome:
     """Whether `code` compiles and defines handler(webhook), without calling it (a save's check; a fresh isolate,
-    thrown away)."""
+    thrown away): parsed first as a script that runs nothing (where a syntax error has its line), then compiled and
+    its top level run exactly as a run does (a body of its own, which cannot close its function and go on outside
+    it)."""
     if len(code.encode("utf-8", "surrogatepass")) > limits.code_bytes:
         return Outcome(error=f"the code is larger than {limits.code_bytes} bytes")
-    script = ('(function () {"use strict";\n' + code + '\n;return typeof handler === "function";})()'
-              + f"\n//# sourceURL={CODE_NAME}")
+    parsed_only = '(function () {"use strict";\n' + code + f"\n}});\n//# sourceURL={CODE_NAME}"
     sandbox = Sandbox(limits)
     try:
-        defined = sandbox._context().eval(script, timeout_sec=limits.timeout_ms / 1000)
-        # As a run compiles it: a body of its own, which cannot close its function early and go on outside it.
-        sandbox._context().eval(f"__herald_compiles({json.dumps(code)})", timeout_sec=limits.timeout_ms / 1000)
-    except js_errors.JSTimeoutException:
+        timed_eval(sandbox._context(), parsed_only, limits.timeout_ms / 1000)
+        timed_eval(sandbox._context(), f"__herald_compiles({json.dumps(code)})", limits.timeout_ms / 1000)
+    except (CpuSpent, js_errors.JSTimeoutException):
         return Outcome(error=f"timed out after {limits.timeout_ms} ms")
     except js_errors.JSOOMException:
         return Outcome(error=f"used more than {limits.memory_mb} MB of memory")
     except js_errors.JSEvalException as exc:
-        return Outcome(error=_message(str(exc)), line=_line(str(exc), code, CHECK_LINE_OFFSET))
+        if NO_HANDLER in str(exc):
+            return Outcome(error=NO_HANDLER)
+        offset = CHECK_LINE_OFFSET if isinstance(exc, js_errors.JSParseException) else RUN_LINE_OFFSET
+        return Outcome(error=_message(str(exc)), line=_line(str(exc), code, offset))
     except Exception as exc:
         return Outcome(error=f"the sandbox failed: {type(exc).__name__}")
     finally:
         sandbox.discard()
-    return Outcome() if defined is True else Outcome(error="the code defines no function handler(webhook)")
+    return Outcome()

@@ -24,13 +24,31 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
+from pathlib import Path
 
 from delivery.transport.sandbox import Limits, Outcome, Sandbox, check
 
 ISOLATES = 4  # per child: the shares whose isolates are kept
-START_SECONDS = 10.0  # the longest a child may take to start and answer its first call
+START_SECONDS = 10.0  # the longest a child may take to start (its V8 up and warm), before any code of a tenant's
 GRACE_SECONDS = 1.0  # beyond the calls' own time limits, for the hand-over and the child's own work (a new isolate)
-MAX_MESSAGE = 64 * 1024 * 1024
+READY = {"ready": True}
+# Memory a child may keep between calls beyond what it had when ready: past it after a call, that call's share's
+# isolate is thrown away (what its code allocated outside the heap, typed arrays, is not collected otherwise until
+# another call of that share, and would be counted against whoever runs next).
+KEPT_MB = 128
+# The child's environment: nothing of the parent's (its secrets, its locale), a fixed time zone and locale.
+ENVIRONMENT = {"TZ": "UTC", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"}
+
+
+def data_mb() -> float:
+    """This process's data segment and private writable mappings (what RLIMIT_DATA bounds), in MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
 
 
 def process_memory_mb(limits: Limits) -> int:
@@ -40,7 +58,7 @@ def process_memory_mb(limits: Limits) -> int:
 
 # --- the child ----------------------------------------------------------------------------------------------------
 
-def answer(request: dict, isolates: OrderedDict) -> dict:
+def answer(request: dict, isolates: OrderedDict, baseline: float = 0.0) -> dict:
     """One request's answer (never raises): `check` a code, or `run` steps one after another on one share's
     isolate."""
     try:
@@ -54,7 +72,10 @@ def answer(request: dict, isolates: OrderedDict) -> dict:
         isolates[key] = sandbox
         while len(isolates) > ISOLATES:
             isolates.popitem(last=False)[1].discard()
-        return vars(steps(sandbox, request))
+        outcome = steps(sandbox, request)
+        if data_mb() > baseline + KEPT_MB:
+            isolates.pop(key).discard()
+        return vars(outcome)
     except Exception as exc:
         return vars(Outcome(error=f"the sandbox could not run it: {type(exc).__name__}", internal=True))
 
@@ -79,12 +100,19 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle
     isolates: OrderedDict = OrderedDict()
     inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
+    warm = Sandbox(Limits())  # V8 up and warm before any tenant's code: a start is not counted in a call's time
+    warm.run("function handler(webhook) { return webhook; }", {"payload": 1}, now_ms=0)
+    warm.discard()
+    baseline = data_mb()  # the child's memory once ready
+    ready = json.dumps(READY).encode()
+    outbox.write(len(ready).to_bytes(4, "big") + ready)
+    outbox.flush()
     while True:
         header = inbox.read(4)
         if len(header) < 4:
             return  # the parent is gone or done
         request = json.loads(inbox.read(int.from_bytes(header, "big")))
-        body = json.dumps(answer(request, isolates), ensure_ascii=False).encode("utf-8", "replace")
+        body = json.dumps(answer(request, isolates, baseline), ensure_ascii=False).encode("utf-8", "replace")
         outbox.write(len(body).to_bytes(4, "big") + body)
         outbox.flush()
 
@@ -97,24 +125,30 @@ class SandboxProcess:
     def __init__(self):
         self.child: subprocess.Popen | None = None
 
-    def _start(self, limits: Limits) -> subprocess.Popen:
-        environment = {**os.environ, "TZ": "UTC", "PYTHONPATH": os.pathsep.join(sys.path)}
-        return subprocess.Popen([sys.executable, "-m", "delivery.transport.sandbox_host",
-                                 str(process_memory_mb(limits))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=environment, close_fds=True)
+    def _start(self, limits: Limits) -> Outcome | None:
+        """A child, started and ready (its V8 warm) within START_SECONDS; why not otherwise (Herald's failure)."""
+        environment = {**ENVIRONMENT, "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.child = subprocess.Popen([sys.executable, "-m", "delivery.transport.sandbox_host",
+                                       str(process_memory_mb(limits))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, env=environment, close_fds=True)
+        found = self._read(time.monotonic() + START_SECONDS, limits)
+        if isinstance(found, Outcome) or found != json.dumps(READY).encode():
+            self.close()
+            return Outcome(error="the sandbox's process did not start", internal=True)
+        return None
 
     def call(self, request: dict, limits: Limits, seconds: float) -> Outcome:
-        """The child's answer to `request` within `seconds` (plus a start's time if it has to start); the reason
-        otherwise, the child killed."""
+        """The child's answer to `request` within `seconds`; the reason otherwise, the child killed."""
         try:
             if self.child is None or self.child.poll() is not None:
-                self.child = self._start(limits)
-                seconds += START_SECONDS
+                failed = self._start(limits)
+                if failed is not None:
+                    return failed
             body = json.dumps({**request, "limits": vars(limits)}, ensure_ascii=False).encode("utf-8", "replace")
             self.child.stdin.write(len(body).to_bytes(4, "big") + body)
             self.child.stdin.flush()
             found = self._read(time.monotonic() + seconds, limits)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.close()
             return Outcome(error=f"the sandbox could not be reached ({type(exc).__name__})", internal=True)
         if isinstance(found, Outcome):
@@ -125,17 +159,15 @@ class SandboxProcess:
             return Outcome(error="the sandbox's answer could not be read", internal=True)
 
     def _read(self, deadline: float, limits: Limits) -> bytes | Outcome:
+        """One message from the child by `deadline` (poll: any descriptor number), at most a few times the largest
+        answer a handler may give."""
         out = self.child.stdout.fileno()
-        data = b""
-        while True:
-            size = int.from_bytes(data[:4], "big") if len(data) >= 4 else None
-            if size is not None and len(data) >= 4 + size:
-                return data[4:4 + size]
-            if size is not None and size > MAX_MESSAGE:
-                self.close()
-                return Outcome(error="the sandbox's answer was too large")
+        waiting = select.poll()
+        waiting.register(out, select.POLLIN)
+        data, size = bytearray(), None
+        while size is None or len(data) < 4 + size:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([out], [], [], left)[0]:
+            if left <= 0 or not waiting.poll(left * 1000):
                 self.close()  # a built-in V8 could not stop in time, or the child is stuck: it goes
                 return Outcome(error=f"timed out after {limits.timeout_ms} ms")
             chunk = os.read(out, 1 << 16)
@@ -143,6 +175,12 @@ class SandboxProcess:
                 code = self.close()
                 return Outcome(error=ended(code))
             data += chunk
+            if size is None and len(data) >= 4:
+                size = int.from_bytes(data[:4], "big")
+                if size > 4 * limits.output_bytes + 65_536:
+                    self.close()
+                    return Outcome(error="the sandbox's answer was too large", internal=True)
+        return bytes(data[4:4 + size])
 
     def close(self) -> int | None:
         """End the child (killed if it is still running); its exit status."""

@@ -32,6 +32,7 @@ PRELUDE = r"""
   for (const name of ["WeakRef", "FinalizationRegistry", "SharedArrayBuffer", "WebAssembly", "Temporal"]) {
     delete globalThis[name];
   }
+  delete RealDate.prototype.toTemporalInstant;  // (the way to Temporal's constructors that the global's removal left)
   for (const name of ["setTimeout", "clearTimeout", "__timer_manager"]) {
     if (name in globalThis) globalThis[name] = undefined;
   }
@@ -59,7 +60,11 @@ PRELUDE = r"""
     }
     return deepest;
   }
+  // mini-racer's script-level class binding is writable from any code (not a property of the frozen global): it is
+  // emptied before every call, so nothing a call leaves there is seen by the next.
+  const reset = typeof __TimerManager === "undefined" ? () => {} : () => { __TimerManager = undefined; };
   function run(code, input, now, maxOutput) {
+    reset();
     clock = now;
     const handler = new Fn(OPEN + code + CLOSE)();
     if (typeof handler !== "function") throw new TypeError("the code defines no function handler(webhook)");
@@ -77,7 +82,11 @@ PRELUDE = r"""
     return text;
   }
   function compiles(code) {
-    new Fn(OPEN + code + CLOSE);
+    reset();
+    clock = 0;
+    if (typeof new Fn(OPEN + code + CLOSE)() !== "function") {
+      throw new TypeError("the code defines no function handler(webhook)");
+    }
     return true;
   }
   Object.defineProperty(globalThis, "__herald_run", {value: run});
@@ -94,7 +103,7 @@ PRELUDE = r"""
     freeze(Reflect.getPrototypeOf(o));
   };
   freeze(globalThis);
-  if (typeof __TimerManager !== "undefined") freeze(__TimerManager);
+  if (typeof __TimerManager !== "undefined") { freeze(__TimerManager); reset(); }
   // Intrinsics no global names: generators', async functions', iterators' (helpers' and wrappers' too), typed
   // arrays', segmenters', and the accessor every error's stack shares.
   const segments = new Intl.Segmenter().segment("x");

@@ -45,6 +45,11 @@ class SharedThreads:
             if self.freed is not None:
                 self.freed.set()  # whoever is next in line looks again
 
+    def wake(self) -> None:
+        """Those waiting look again (something they wait on changed: a lookup they could join started)."""
+        if self.freed is not None:
+            self.freed.set()
+
     def _turn(self, share) -> tuple[int, int]:
         return self.busy.get(share, 0), self.served.get(share, -1)
 

@@ -25,7 +25,7 @@ from delivery.conf import herald
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest, Rendering
 from delivery.transport.posting import SendResult
-from delivery.transport.sandbox import Limits, Outcome
+from delivery.transport.sandbox import WALL_FACTOR, Limits, Outcome
 from delivery.transport.sandbox_host import GRACE_SECONDS, SandboxProcess
 from delivery.transport.shared_threads import SharedThreads
 
@@ -50,8 +50,13 @@ def call(process: SandboxProcess, steps, event_type: str, payload, *, url: str =
     sandbox_limits = limits()
     request = {"op": "run", "steps": [list(step) for step in steps], "event_type": event_type, "payload": payload,
                "url": url, "now_ms": int(now_ms), "share": list(share) if share else None}
-    seconds = len(steps) * sandbox_limits.timeout_ms / 1000 + GRACE_SECONDS
-    return process.call(request, sandbox_limits, seconds)
+    return process.call(request, sandbox_limits, elapsed_bound(sandbox_limits, len(steps)))
+
+
+def elapsed_bound(sandbox_limits: Limits, steps: int) -> float:
+    """How long the caller waits for `steps` calls: each is two evaluations, each ended by the child at its CPU time
+    or, failing that, at WALL_FACTOR times it (sandbox.timed_eval); past this the child is killed."""
+    return steps * 2 * max(1.0, WALL_FACTOR * sandbox_limits.timeout_ms / 1000) + GRACE_SECONDS
 
 
 _web = SandboxProcess()
@@ -62,24 +67,24 @@ def check(code: str) -> Outcome:
     """Whether `code` compiles and defines handler(webhook) (a save's check), in this process's sandbox process."""
     sandbox_limits = limits()
     with _web_lock:
-        return _web.call({"op": "check", "code": code}, sandbox_limits, sandbox_limits.timeout_ms / 1000 * 2
-                         + GRACE_SECONDS)
+        return _web.call({"op": "check", "code": code}, sandbox_limits, elapsed_bound(sandbox_limits, 1))
 
 
-def run_steps(steps, event_type: str, payload, *, url: str = "", now_ms: int | None = None) -> Outcome:
-    """`steps` run once on `payload` in this process's sandbox process (a test-run, a preview): nothing is sent."""
+def run_steps(steps, event_type: str, payload, *, url: str = "", now_ms: int | None = None, share=None) -> Outcome:
+    """`steps` run once on `payload` in this process's sandbox process (a test-run, a preview), on `share`'s
+    isolate (the (owner, tenant) whose code or event it is): nothing is sent."""
     with _web_lock:
         return call(_web, steps, event_type, payload, url=url,
-                    now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
+                    now_ms=int(time.time() * 1000) if now_ms is None else now_ms, share=share)
 
 
-def trial(code: str, given: dict, *, now_ms: int | None = None) -> Outcome:
+def trial(code: str, given: dict, *, now_ms: int | None = None, share=None) -> Outcome:
     """One run of `code` on the webhook `given` (a test-run): refused as at save if it does not compile."""
     compiled = check(code)
     if not compiled.ok:
         return compiled
     return run_steps((("", code),), given.get("eventType", ""), given.get("payload"), url=given.get("url", ""),
-                     now_ms=now_ms)
+                     now_ms=now_ms, share=share)
 
 
 class Transforms:

@@ -11,7 +11,7 @@ run is a 400 naming the field; a tenant's subscription where the owner's portal 
 
 from delivery.engine.accounts import tenancy
 from delivery.engine.plumbing.errors import ApplicationError
-from delivery.rules import subscription_rules
+from delivery.rules import send_shares, subscription_rules
 from delivery.transport import transforms
 from delivery.transport.sandbox import Outcome
 from subscriptions.models import EventType, Subscription
@@ -35,7 +35,8 @@ def trial(subscription: Subscription, *, code: str | None = None, payload=ABSENT
         event_type = first_event_type(subscription)
     if payload is ABSENT:
         payload = _example(subscription, event_type)
-    return transforms.trial(code, transforms.webhook(event_type, payload, url=subscription.endpoint.url))
+    return transforms.trial(code, transforms.webhook(event_type, payload, url=subscription.endpoint.url),
+                            share=send_shares.share_of(subscription.topic.owner_id, subscription.tenant_id))
 
 
 def first_event_type(subscription: Subscription) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from delivery.engine.accounts import catalog
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.models import Delivery, Message
-from delivery.rules import event_type_filter, event_versions
+from delivery.rules import event_type_filter, event_versions, send_shares
 from delivery.transport import transforms
 from subscriptions.models import EventTypeVersion, Subscription
 
@@ -144,7 +144,8 @@ def _rendered(subscription: Subscription, sample: _Sample, versions, target: str
     if not steps:
         return {"version": sample.version, "payload": sample.payload}
     outcome = transforms.run_steps(steps, sample.event_type, sample.payload, url=subscription.endpoint.url,
-                                   now_ms=sample.now_ms)
+                                   now_ms=sample.now_ms,
+                                   share=send_shares.share_of(subscription.topic.owner_id, subscription.tenant_id))
     if not outcome.ok:
         return {"version": target, "error": f"{outcome.step}: {outcome.error}", "line": outcome.line}
     if outcome.cancel:

@@ -164,3 +164,12 @@ def test_what_is_sent_is_measured_in_bytes_and_must_be_unicode_and_shallow():
                         "w.payload = p; return w; }")
     assert "nested deeper than 64" in deep.error
     sandbox.discard()
+
+
+def test_nothing_of_temporal_or_mini_racers_globals_is_kept_between_calls(sandbox):
+    assert run(sandbox, "function handler(w) { w.payload = typeof Date.prototype.toTemporalInstant; return w; }"
+               ).payload == "undefined"
+    counter = ("function handler(w) { const g = (0, eval)('globalThis'); "
+               "Function('if (typeof __TimerManager !== \"number\") __TimerManager = 0; __TimerManager += 1')(); "
+               "w.payload = Function('return __TimerManager')(); return w; }")
+    assert [run(sandbox, counter).payload for _ in range(3)] == [1, 1, 1]

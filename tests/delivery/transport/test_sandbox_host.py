@@ -47,3 +47,21 @@ def test_memory_outside_the_heap_is_bounded(process):
     huge = run(process, "function handler(w) { new Uint8Array(2 ** 32).fill(7); return w; }")
     assert not huge.ok and ("Array buffer allocation failed" in huge.error or "ended the sandbox" in huge.error)
     assert run(process, "function handler(w) { return w; }").ok
+
+
+def test_what_one_share_leaves_outside_the_heap_is_not_counted_against_the_next(process, settings):
+    settings.HERALD_TRANSFORM_TIMEOUT_MS = 5000  # (filling 448 MB takes its time)
+    hog = ("function handler(w) { let kept = []; for (let i = 0; i < 14; i++) kept.push(new Uint8Array(2 ** 25)"
+           ".fill(1)); kept = null; return w; }")
+    for _ in range(2):
+        assert transforms.call(process, (("", hog),), "x", 1, share=(1, 0)).ok
+    ordinary = 'function handler(w) { w.payload = "ab".repeat(1e6).split("").length; return w; }'
+    assert transforms.call(process, (("", ordinary),), "x", 1, share=(2, 0)).payload == 2_000_000
+
+
+def test_the_child_has_a_fixed_locale_and_time_zone_whatever_the_hosts(process, monkeypatch):
+    monkeypatch.setenv("LC_ALL", "fr_FR.UTF-8")
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    shown = run(process, "function handler(w) { w.payload = [(1234.5).toLocaleString('en'), "
+                         "new Date(0).getHours()]; return w; }")
+    assert shown.payload == ["1,234.5", 0]
