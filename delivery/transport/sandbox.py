@@ -39,6 +39,11 @@ _LONE_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")  # an odd num
 _LINE = re.compile(re.escape(CODE_NAME) + r":(\d+)|^<anonymous>:(\d+):")
 
 
+def webhook(event_type: str, payload, method: str = "POST", url: str = "") -> dict:
+    """What `handler(webhook)` is given (Svix's shape; `url` may be read, not changed)."""
+    return {"eventType": event_type, "payload": payload, "method": method, "url": url, "cancel": False}
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout_ms: int = 50

@@ -26,7 +26,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from delivery.transport.sandbox import Limits, Outcome, Sandbox, check
+from delivery.transport.sandbox import Limits, Outcome, Sandbox, check, webhook
 
 ISOLATES = 4  # per child: the shares whose isolates are kept
 START_SECONDS = 10.0  # the longest a child may take to start (its V8 up and warm), before any code of a tenant's
@@ -84,9 +84,8 @@ def steps(sandbox: Sandbox, request: dict) -> Outcome:
     """Each (name, code) of the request in order on the webhook the one before left."""
     current = Outcome(payload=request["payload"], method="POST")
     for name, code in request["steps"]:
-        webhook = {"eventType": request["event_type"], "payload": current.payload, "method": current.method,
-                   "url": request.get("url", ""), "cancel": False}
-        current = sandbox.run(code, webhook, now_ms=request["now_ms"])
+        given = webhook(request["event_type"], current.payload, current.method, request.get("url", ""))
+        current = sandbox.run(code, given, now_ms=request["now_ms"])
         if not current.ok:
             return Outcome(error=current.error, line=current.line, step=name)
         if current.cancel:

@@ -25,7 +25,7 @@ from delivery.conf import herald
 from delivery.rules.vocabulary import ErrorClass
 from delivery.rules.wire import OutgoingRequest, Rendering
 from delivery.transport.posting import SendResult
-from delivery.transport.sandbox import WALL_FACTOR, Limits, Outcome
+from delivery.transport.sandbox import WALL_FACTOR, Limits, Outcome, webhook  # noqa: F401 (webhook: the doors')
 from delivery.transport.sandbox_host import GRACE_SECONDS, SandboxProcess
 from delivery.transport.shared_threads import SharedThreads
 
@@ -37,11 +37,6 @@ def limits() -> Limits:
     return Limits(timeout_ms=int(herald.TRANSFORM_TIMEOUT_MS), memory_mb=int(herald.TRANSFORM_MEMORY_MB),
                   code_bytes=int(herald.TRANSFORM_CODE_MAX_BYTES),
                   output_bytes=int(herald.TRANSFORM_OUTPUT_MAX_BYTES))
-
-
-def webhook(event_type: str, payload, method: str = "POST", url: str = "") -> dict:
-    """What `handler(webhook)` is given (Svix's shape; `url` may be read, not changed)."""
-    return {"eventType": event_type, "payload": payload, "method": method, "url": url, "cancel": False}
 
 
 def call(process: SandboxProcess, steps, event_type: str, payload, *, url: str = "", now_ms: int = 0,

@@ -53,16 +53,8 @@ Catalog = dict[str, list[event_versions.Version]]  # {event type: its versions, 
 def _versions(owner_id: int, types: list[str] | None = None, *, open_only: bool = False) -> Catalog:
     """{event type: its versions, oldest first} of the owner's catalog (of `types` only, when given; open to tenants
     only, with `open_only`)."""
-    rows = EventTypeVersion.objects.filter(event_type__owner_id=owner_id)
-    if types is not None:
-        rows = rows.filter(event_type__name__in=types)
-    if open_only:
-        rows = rows.filter(event_type__open_to_tenants=True)
-    found: Catalog = {}
-    for type_name, name, code in rows.order_by("event_type__name", "name").values_list(
-            "event_type__name", "name", "down_converter"):
-        found.setdefault(type_name, []).append(event_versions.Version(name, code))
-    return found
+    return {name: versions for (_, name), versions in
+            catalog.down_converters([owner_id], types, open_only=open_only).items()}
 
 
 def _receivable(subscription: Subscription) -> Catalog:

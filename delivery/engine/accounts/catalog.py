@@ -187,6 +187,22 @@ def versions_published(owner_id: int, entries) -> tuple[dict[int, ApplicationErr
     return refused, resolved
 
 
+def down_converters(owners, types=None, *, open_only: bool = False) -> dict[tuple[int, str], list]:
+    """{(owner, event type): its versions as event_versions.Version, oldest first} of `owners`' catalogs (of `types`
+    only, when given; of types open to tenants only, with `open_only`): one query. The worker's and the previews'
+    one reader of the down-converters."""
+    rows = EventTypeVersion.objects.filter(event_type__owner_id__in=set(owners))
+    if types is not None:
+        rows = rows.filter(event_type__name__in=set(types))
+    if open_only:
+        rows = rows.filter(event_type__open_to_tenants=True)
+    found: dict[tuple[int, str], list] = {}
+    for owner, type_name, name, code in rows.order_by("event_type__name", "name").values_list(
+            "event_type__owner_id", "event_type__name", "name", "down_converter"):
+        found.setdefault((owner, type_name), []).append(event_versions.Version(name, code))
+    return found
+
+
 def latest_version(owner_id: int) -> str:
     """The latest version name of the owner's catalog ("" if it has none): a new subscription's pin."""
     return event_versions.latest(list(EventTypeVersion.objects.filter(event_type__owner_id=owner_id)

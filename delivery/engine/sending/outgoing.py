@@ -9,12 +9,13 @@ from concurrent.futures import Future
 from dataclasses import replace
 
 from delivery.conf import VERSION
+from delivery.engine.accounts import catalog
 from delivery.engine.plumbing import clock
 from delivery.engine.sending import oauth, recording
 from delivery.engine.sending.recording import Tried
 from delivery.models import Delivery
 from delivery.rules import batching, delivery_headers, event_versions, wire
-from subscriptions.models import EventTypeVersion, Subscription
+from subscriptions.models import Subscription
 from subscriptions.secrets import decrypt
 
 log = logging.getLogger(__name__)
@@ -71,20 +72,14 @@ def versions_of(deliveries: list[Delivery]) -> dict[tuple[int, str], list[event_
     wanted = {(d.owner_id, d.message.event_type) for d in deliveries}
     if not wanted:
         return {}
-    found: dict[tuple[int, str], list[event_versions.Version]] = {}
-    rows = EventTypeVersion.objects.filter(event_type__owner_id__in={o for o, _ in wanted},
-                                           event_type__name__in={t for _, t in wanted})
-    for owner, type_name, name, code in rows.values_list("event_type__owner_id", "event_type__name", "name",
-                                                        "down_converter"):
-        found.setdefault((owner, type_name), []).append(event_versions.Version(name, code))
-    return found
+    return catalog.down_converters({owner for owner, _ in wanted}, {name for _, name in wanted})
 
 
-def in_pinned_version(delivery: Delivery, envelope: wire.Envelope, catalog: dict) -> tuple[tuple, wire.Envelope]:
+def in_pinned_version(delivery: Delivery, envelope: wire.Envelope, known: dict) -> tuple[tuple, wire.Envelope]:
     """The down-converters that bring the delivery's event to the version its subscription is pinned to, and the
     envelope saying the version it goes out in (docs/versions.md)."""
     published = envelope.event_version
-    versions = catalog.get((delivery.owner_id, envelope.event_type), []) if published else []
+    versions = known.get((delivery.owner_id, envelope.event_type), []) if published else []
     target = event_versions.received([v.name for v in versions], delivery.subscription.event_version)
     steps = event_versions.down_steps(versions, published, target)
     return steps, replace(envelope, event_version=target) if steps else envelope
@@ -143,7 +138,7 @@ def build_requests(units: list[list], failed: list[Tried], queue_name: str, prep
     """(unit, numbers, request) to send, a unit being the rows one request carries; a unit whose request cannot be
     built fails alone (each of its rows gets the failed try). `prepared`: envelopes `batched` already made."""
     built, prepared = [], prepared or {}
-    catalog = versions_of([unit[0][0] for unit in units if len(unit) == 1 and unit[0][0].message.event_version])
+    known = versions_of([unit[0][0] for unit in units if len(unit) == 1 and unit[0][0].message.event_version])
     for unit in units:
         numbers = [delivery.attempt_count + 1 for delivery, _ in unit]
         subscription = unit[0][0].subscription
@@ -151,7 +146,7 @@ def build_requests(units: list[list], failed: list[Tried], queue_name: str, prep
             envelopes = [prepared.get(delivery.id) or envelope(delivery, policy) for delivery, policy in unit]
             now, steps = clock.now(), ()
             if subscription.max_events_per_batch == 1:  # a batching subscription always receives batches
-                steps, envelopes[0] = in_pinned_version(unit[0][0], envelopes[0], catalog)
+                steps, envelopes[0] = in_pinned_version(unit[0][0], envelopes[0], known)
                 request = wire.build_request(envelopes[0], attempt_number=numbers[0], now=now)
             else:
                 request = wire.build_batch_request(envelopes, attempt_number=max(numbers), now=now)
