@@ -40,6 +40,7 @@ class MeasuredPostgres(Postgres):
                    if self.explain_slower_than_ms >= 0 else "")
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.workdir} -c max_connections=200 "
                 "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
+                "-c pg_stat_statements.track_planning=on "
                 "-c shared_buffers=512MB -c max_wal_size=4GB -c random_page_cost=1.1" + explain)
 
 
@@ -316,13 +317,14 @@ def main() -> None:
                    FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
                    ORDER BY shared_blks_hit + shared_blks_read DESC LIMIT 15""").fetchall():
             print(f"  {calls:6d} calls {rows / n:7.2f} rows {blocks / n:7.1f} blocks  {query}")
-        for order, most in (("total_exec_time", 20), ("calls", 15)):
-            print(f"\nqueries by {order} (pg_stat_statements; calls and ms per delivery):")
-            for calls, total, query in db.execute(
-                    f"""SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
+        for order, most in (("total_exec_time + total_plan_time", 20), ("calls", 15)):
+            print(f"\nqueries by {order} (pg_stat_statements; calls, then ms executing and planning per delivery):")
+            for calls, total, planning, query in db.execute(
+                    f"""SELECT calls, total_exec_time, total_plan_time,
+                               left(regexp_replace(query, '\\s+', ' ', 'g'), 140)
                         FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%%pg_stat%%'
                         ORDER BY {order} DESC LIMIT {most}""").fetchall():
-                print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms  {query}")
+                print(f"  {calls / n:6.2f} calls {total / n:7.3f} ms {planning / n:7.3f} ms  {query}")
         print("\ntables (per delivery):")
         for table, seq, seq_rows, idx, idx_rows in db.execute(
                 """SELECT relname, seq_scan, seq_tup_read, idx_scan, coalesce(idx_tup_fetch, 0)

@@ -19,6 +19,17 @@ POOLERS = ("", "pgbouncer")
 KEEPALIVES = (("keepalives", 1), ("keepalives_idle", 10), ("keepalives_interval", 5), ("keepalives_count", 3),
               ("tcp_user_timeout", 20000))
 CONNECT_TIMEOUT_SECONDS = 5  # per host of a multi-host URL, unless the URL says
+# Herald's own statements (its bound cursors: the claim, the write-back, the publish's lookups) are prepared
+# server-side after this many uses on a connection, so PostgreSQL plans each once per connection instead of on every
+# run: planning was two fifths of PostgreSQL's CPU per message at a steady rate (docs/benchmarks.md, "The steady
+# rate"). Django's own queries go through its client-side cursors, which psycopg never prepares.
+PREPARE_AFTER_USES = 2
+# ... and each is planned once: the plan made for a prepared statement's first run serves its later runs, whatever
+# their values. With PostgreSQL's default (`auto`), the claim's reads, the lease and the write-back were planned
+# anew on every run all the same, their arrays' sizes being unknown to a plan made for any values. Their plans do
+# not depend on the values: each reads by key, by row address or along one index (engine/claiming/read_plans.py).
+# It concerns prepared statements only; Django's queries are not.
+PLANNED_ONCE = "-c plan_cache_mode=force_generic_plan"
 
 
 def database(url: str, *, pooler: str = "") -> dict:
@@ -32,6 +43,9 @@ def database(url: str, *, pooler: str = "") -> dict:
         options = config.setdefault("OPTIONS", {})
         for name, value in KEEPALIVES:
             options.setdefault(name, value)
+        options.setdefault("prepare_threshold", PREPARE_AFTER_USES)
+        if pooler != "pgbouncer" and "plan_cache_mode" not in options.get("options", ""):
+            options["options"] = f"{options.get('options', '')} {PLANNED_ONCE}".strip()
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # SQLite is the zero-setup local default: wait for the writer lock instead of failing at once.
         config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}

@@ -22,7 +22,7 @@ from django.utils.crypto import salted_hmac
 
 from delivery.conf import VERSION, herald, public_url
 from delivery.engine.accounts import quotas
-from delivery.engine.plumbing import clock, queues
+from delivery.engine.plumbing import clock, database, queues
 from delivery.engine.plumbing.errors import ApplicationError
 from delivery.engine.state import lifecycle
 from delivery.rules import answers, storable, wire
@@ -132,7 +132,8 @@ def claim(now, limit: int) -> list[Subscription]:
                             + herald.LEASE_MARGIN_SECONDS)
     if connection.vendor == "postgresql":  # one round trip
         table = Subscription._meta.db_table
-        with connection.cursor() as cursor:
+        # (prepared: a pump asks this after every announcement of new work, nearly always to find nothing)
+        with database.bound_cursor() as cursor:
             cursor.execute(
                 f"""UPDATE {table} SET confirmation_send_at = %s
                     WHERE id IN (SELECT id FROM {table} WHERE confirmation_send_at <= %s

@@ -10,6 +10,7 @@ from collections import Counter
 from django.db import connection
 
 from delivery.engine.claiming.read_plans import plans_in_index_order
+from delivery.engine.plumbing.database import bound_cursor
 from delivery.engine.state import lifecycle
 from delivery.models import Delivery
 from delivery.rules import claim_turns, send_shares
@@ -17,6 +18,10 @@ from delivery.rules.claim_turns import DueRow, EndpointKey
 from delivery.rules.send_shares import OWN
 from delivery.rules.vocabulary import DeliveryStatus
 
+# The status of the rows claims read, written into their statements rather than passed: a prepared statement is
+# planned once for any values (db_config.PLANNED_ONCE), and only a plan whose text says 'pending' may read the
+# partial indexes of pending rows (with a parameter there, a claim's plan read every row).
+PENDING = f"'{DeliveryStatus.PENDING}'"
 SHARES_PER_CLAIM = 256  # (owner, tenant) shares with due work looked at by one claim, in turn after the last one
 
 
@@ -133,12 +138,12 @@ def _pending_shares() -> str:
     return f"""
         WITH RECURSIVE pending_shares(owner_id, tenant, due_at, depth) AS (
             (SELECT owner_id, COALESCE(tenant_id, {OWN}), next_attempt_at, 1 FROM {table}
-             WHERE status = %(pending)s AND (owner_id, COALESCE(tenant_id, {OWN})) > (%(owner)s, %(tenant)s)
+             WHERE status = {PENDING} AND (owner_id, COALESCE(tenant_id, {OWN})) > (%(owner)s, %(tenant)s)
              ORDER BY owner_id, COALESCE(tenant_id, {OWN}), next_attempt_at LIMIT 1)
           UNION ALL
             SELECT n.owner_id, n.tenant, n.next_attempt_at, p.depth + 1 FROM pending_shares p CROSS JOIN LATERAL (
                 SELECT d.owner_id, COALESCE(d.tenant_id, {OWN}) AS tenant, d.next_attempt_at FROM {table} d
-                WHERE d.status = %(pending)s AND (d.owner_id, COALESCE(d.tenant_id, {OWN})) > (p.owner_id, p.tenant)
+                WHERE d.status = {PENDING} AND (d.owner_id, COALESCE(d.tenant_id, {OWN})) > (p.owner_id, p.tenant)
                 ORDER BY d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at LIMIT 1) n
             WHERE p.depth < %(scan)s
         )"""
@@ -160,9 +165,9 @@ def due_sample(now, count: int) -> list[int]:
                     SELECT d.attempt_count FROM {table} d
                     WHERE (d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at)
                           BETWEEN (p.owner_id, p.tenant, '-infinity') AND (p.owner_id, p.tenant, %(now)s)
-                      AND d.status = %(pending)s
+                      AND d.status = {PENDING}
                     ORDER BY d.owner_id, COALESCE(d.tenant_id, {OWN}), d.next_attempt_at LIMIT %(count)s) d""",
-            {"pending": DeliveryStatus.PENDING, "owner": 0, "tenant": 0, "now": now, "count": count,
+            {"owner": 0, "tenant": 0, "now": now, "count": count,
              "scan": SHARES_PER_CLAIM * 40})
         return [row[0] for row in cursor.fetchall()]
 
@@ -174,10 +179,10 @@ def shares_with_due_work(now) -> list[tuple[int, int]]:
     index probe per pair with pending rows, not a read of the rows."""
     query = f"{_pending_shares()} SELECT owner_id, tenant FROM pending_shares WHERE due_at <= %(now)s LIMIT %(limit)s"
     found: list[tuple[int, int]] = []
-    with connection.cursor() as cursor:
+    with bound_cursor() as cursor:
         cursor_at = CURSORS.after_share
         for after in (cursor_at, (0, 0)) if cursor_at != (0, 0) else ((0, 0),):
-            cursor.execute(query, {"pending": DeliveryStatus.PENDING, "owner": after[0], "tenant": after[1],
+            cursor.execute(query, {"owner": after[0], "tenant": after[1],
                                    "now": now, "limit": SHARES_PER_CLAIM - len(found),
                                    "scan": SHARES_PER_CLAIM * 40})
             found += [share for share in cursor.fetchall() if share not in found]
@@ -240,13 +245,13 @@ def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, i
     table = Delivery._meta.db_table
     # Each step orders by the endpoint index's columns after the share's (see above ENDPOINTS_SCANNED_PER_WANTED).
     step = f"""SELECT d.endpoint_id, d.next_attempt_at, d.id FROM {table} d
-               WHERE d.status = %(pending)s AND d.owner_id = s.owner_id AND COALESCE(d.tenant_id, {OWN}) = s.tenant
+               WHERE d.status = {PENDING} AND d.owner_id = s.owner_id AND COALESCE(d.tenant_id, {OWN}) = s.tenant
                  AND d.endpoint_id > {{after}} AND d.endpoint_id <= s.upto
                ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT 1"""
     # A pending row with no due time (a paused subscription's, held) is not usable, and must not make the count
     # NULL: that ended the walk at such an endpoint, and the endpoints after it were never looked at.
     usable = "COALESCE(w.next_attempt_at <= %(now)s AND NOT (w.endpoint_id = ANY(%(full)s::bigint[])), false)::int"
-    with connection.cursor() as cursor:
+    with bound_cursor() as cursor:
         cursor.execute(
             f"""SELECT s.owner_id, s.tenant, e.endpoint_id, e.next_attempt_at, e.id, e.usable,
                        e.usable_so_far = s.wanted OR e.depth = s.wanted * %(scan)s
@@ -265,7 +270,7 @@ def _endpoint_walk(now, shares: list[tuple[int, int]], ranges: list[tuple[int, i
                 ORDER BY s.n, e.depth""",
             {"owners": [o for o, _ in shares], "tenants": [t for _, t in shares], "lower": [r[0] for r in ranges],
              "upto": [r[1] for r in ranges], "wanted": wanted, "scan": ENDPOINTS_SCANNED_PER_WANTED, "full": full,
-             "now": now, "pending": DeliveryStatus.PENDING})
+             "now": now})
         rows = cursor.fetchall()
     stopped = {(owner, tenant): endpoint for owner, tenant, endpoint, *_, last in rows if last}
     return [row[:5] for row in rows if row[5]], stopped
@@ -278,7 +283,7 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
     it reads the rows it returns, whatever the statistics (see above ENDPOINTS_SCANNED_PER_WANTED)."""
     keys = list(wanted)
     table, subscriptions = Delivery._meta.db_table, Delivery._meta.get_field("subscription").related_model
-    with connection.cursor() as cursor:
+    with bound_cursor() as cursor:
         cursor.execute(
             f"""SELECT c.id, c.endpoint_id, c.subscription_id, s.max_events_per_batch, c.owner_id, o.tenant,
                        c.next_attempt_at, c.ctid::text
@@ -288,7 +293,7 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
                 CROSS JOIN LATERAL (
                     SELECT d.id, d.endpoint_id, d.subscription_id, d.owner_id, d.next_attempt_at, d.ctid
                     FROM {table} d
-                    WHERE d.status = %(pending)s AND d.owner_id = o.owner_id AND COALESCE(d.tenant_id, {OWN}) = o.tenant
+                    WHERE d.status = {PENDING} AND d.owner_id = o.owner_id AND COALESCE(d.tenant_id, {OWN}) = o.tenant
                       AND (d.endpoint_id, d.next_attempt_at, d.id) > (o.endpoint_id, o.after_time, o.after_id)
                       AND (d.endpoint_id, d.next_attempt_at) <= (o.endpoint_id, %(now)s)
                     ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT o.wanted) c
@@ -296,5 +301,5 @@ def due_rows(now, wanted: dict[tuple[int, int, int], int], after: dict[tuple[int
                 ORDER BY o.n, c.next_attempt_at, c.id""",
             {"owners": [k[0] for k in keys], "tenants": [k[1] for k in keys], "endpoints": [k[2] for k in keys],
              "times": [after[k][0] for k in keys], "ids": [after[k][1] for k in keys],
-             "wanted": [wanted[k] for k in keys], "now": now, "pending": DeliveryStatus.PENDING})
+             "wanted": [wanted[k] for k in keys], "now": now})
         return cursor.fetchall()

@@ -26,9 +26,9 @@ from subscriptions.models import Endpoint, Subscription, Topic
 SUBSCRIPTION_COLUMNS = [field.attname for field in Subscription._meta.concrete_fields]
 TOPIC_COLUMNS = [field.attname for field in Topic._meta.concrete_fields]
 SUBSCRIPTIONS = Statement(lambda ids: Subscription.objects.filter(AnyOf(F("pk"), ids)).values_list(
-    *SUBSCRIPTION_COLUMNS, *(f"topic__{name}" for name in TOPIC_COLUMNS)), list, bound=True)
-MESSAGES = Statement(lambda ids: Message.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
-ENDPOINTS = Statement(lambda ids: Endpoint.objects.filter(AnyOf(F("pk"), ids)), list, bound=True)
+    *SUBSCRIPTION_COLUMNS, *(f"topic__{name}" for name in TOPIC_COLUMNS)), list)
+MESSAGES = Statement(lambda ids: Message.objects.filter(AnyOf(F("pk"), ids)), list)
+ENDPOINTS = Statement(lambda ids: Endpoint.objects.filter(AnyOf(F("pk"), ids)), list)
 
 
 def claim(delivery_ids: list[int], now) -> list[Delivery]:
@@ -209,7 +209,8 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     names_of = ", ".join(["id", "lease"] + [f.column for f in fields])
     array = database.array_parameter()
     arrays = ", ".join(f"{array}::{kind}[]" for kind in types)
-    with database.bound_cursor() as cursor:
+    # Planned for its rows on every run: a plan made for any number of rows joined them to a scan of the table.
+    with database.bound_cursor(prepared=False) as cursor:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM unnest({arrays}) AS v({names_of}) "
             f"WHERE d.id = v.id AND {status_by_key('d.')} = %s AND d.lease_until = v.lease "

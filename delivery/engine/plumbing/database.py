@@ -14,13 +14,14 @@ Bound statements: Django's psycopg cursor quotes every parameter into the statem
 worker's time when it wrote back 32 deliveries' changes). `bound_cursor()` is Django's cursor over psycopg's server-
 side binding instead: the values travel beside the statement, dumped in C. A statement of the worker's hot path
 takes arrays (`= ANY(%s)`, `unnest(…)`, `AnyOf` below), so that its text does not depend on how many rows it is
-given. (It is not prepared: Django leaves psycopg's preparing off unless the database's OPTIONS set
-prepare_threshold.)
+given. It is prepared server-side after db_config.PREPARE_AFTER_USES uses on a connection, so PostgreSQL plans it
+once per connection (never behind PgBouncer, where `DATABASE_POOLER=pgbouncer` turns preparing off).
 """
 
 import logging
 from contextlib import contextmanager, nullcontext
 from datetime import UTC
+from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import (
@@ -65,9 +66,10 @@ def on_psycopg3(connection) -> bool:
 
 
 @contextmanager
-def bound_cursor(using: str = DEFAULT_DB_ALIAS):
+def bound_cursor(using: str = DEFAULT_DB_ALIAS, *, prepared: bool = True):
     """Django's cursor (its execute wrappers, query log and error translation) over psycopg's server-side binding
-    cursor on PostgreSQL with psycopg 3; elsewhere Django's usual cursor."""
+    cursor on PostgreSQL with psycopg 3; elsewhere Django's usual cursor. `prepared=False`: its statements are
+    planned on every run, for their values (a statement whose best plan depends on how many rows it is given)."""
     connection = connections[using]
     if not on_psycopg3(connection):
         with connection.cursor() as cursor:
@@ -76,10 +78,26 @@ def bound_cursor(using: str = DEFAULT_DB_ALIAS):
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        raw = connection.Database.Cursor(connection.connection)
+        raw = _bound(connection.Database.Cursor, prepared)(connection.connection)
     _load_times(raw, connection)
     with connection._prepare_cursor(raw) as cursor:
         yield cursor
+
+
+@cache
+def _bound(cursor_class, prepared: bool):
+    class BoundCursor(cursor_class):
+        """psycopg's server-side binding cursor; its statements never prepared unless `prepared`. It keeps the
+        statement it ran for Django's query log (psycopg does not when it runs a prepared one)."""
+
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=None if prepared else False, binary=binary)
+
+        def _send_query_prepared(self, name, pgq, *, binary=None):
+            self._query = pgq
+            return super()._send_query_prepared(name, pgq, binary=binary)
+
+    return BoundCursor
 
 
 def _load_times(cursor, connection) -> None:

@@ -63,11 +63,12 @@ class Statement:
     is refused when the statement is compiled, and so is a queryset with `select_related`, `only`, `defer`,
     annotations or prefetching, or one of `values()` or flat tuples). An `__in` takes one value per sample: a
     statement has a fixed shape, so callers keep one per arity they use. A column whose values are not `int` or
-    `str` (a host project's user model keyed by UUID) is asked through the ORM by the caller instead. `bound`: run
-    through `bound_cursor()` (the worker's statements; the values of a list then go as one array)."""
+    `str` (a host project's user model keyed by UUID) is asked through the ORM by the caller instead. It runs
+    through `bound_cursor()`: its values travel beside it (a list's as one array), and PostgreSQL plans it once per
+    connection (db_config.PREPARE_AFTER_USES). `bound=False`: through Django's usual cursor instead."""
 
     def __init__(self, build: Callable[..., QuerySet], *kinds: type, using: str = DEFAULT_DB_ALIAS,
-                 bound: bool = False):
+                 bound: bool = True):
         if any(kind not in KINDS for kind in kinds):
             raise TypeError("a Statement's parameters are int, str or list")
         self.build, self.kinds, self.using, self.bound = build, kinds, using, bound

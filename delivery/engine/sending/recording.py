@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from django.db import DatabaseError, connection, transaction
 
@@ -205,26 +206,44 @@ def record(claimed: list[Delivery], tries: list[Tried], untried: dict[int, dict]
 # Every column an attempt's INSERT would write. COPY writes what it is given: no column may need Django to make its
 # value (a db_default, a generated column, auto_now), which tests/delivery/engine/sending/test_recording.py checks.
 COPIED = [field for field in Attempt._meta.concrete_fields if not field.primary_key]
+# Up to this many rows go in one prepared INSERT of arrays instead of a COPY: a COPY costs PostgreSQL about 0.75 ms
+# whatever it carries (its start and end), three times the INSERT of one or two rows that a steady stream records
+# per group (docs/benchmarks.md, "The steady rate"). A drain's groups of dozens stay with the COPY.
+INSERTED_UP_TO = 8
 
 
 def store_attempts(rows: list[Attempt]) -> None:
-    """Insert attempt rows: one COPY on PostgreSQL with psycopg 3, whose rows psycopg writes in C (a bulk INSERT
-    had each value quoted into the statement in Python, a tenth of a worker's time on a fast drain); else
-    `bulk_create`. Inside the caller's transaction; a failure is Django's DatabaseError, as an INSERT's would be.
-    (Unlike an INSERT, a COPY does not pass Django's execute wrappers: query counters and DB instrumentation built
-    on them do not see it.)"""
+    """Insert attempt rows: on PostgreSQL with psycopg 3, a few in one prepared INSERT of one array per column, more
+    with one COPY, whose rows psycopg writes in C (a bulk INSERT had each value quoted into the statement in
+    Python, a tenth of a worker's time on a fast drain); else `bulk_create`. Inside the caller's transaction; a
+    failure is Django's DatabaseError, as an INSERT's would be. (Unlike an INSERT, a COPY does not pass Django's
+    execute wrappers: query counters and DB instrumentation built on them do not see it.)"""
     if not rows:
         return
     if not database.on_psycopg3(connection):
         Attempt.objects.bulk_create(rows)
         return
+    preparers = [(shortcuts.preparer(field, connection), field.attname) for field in COPIED]
+    for attempt in rows:
+        attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
+    values = [[prepare(getattr(attempt, attname)) for prepare, attname in preparers] for attempt in rows]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
+    if len(rows) <= INSERTED_UP_TO:
+        with database.bound_cursor() as cursor:
+            cursor.execute(_insert_statement(), [list(column) for column in zip(*values, strict=True)])
+        return
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
-            preparers = [(shortcuts.preparer(field, connection), field.attname) for field in COPIED]
-            for attempt in rows:
-                attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
-                copy.write_row([prepare(getattr(attempt, attname)) for prepare, attname in preparers])
+            for row in values:
+                copy.write_row(row)
+
+
+@cache
+def _insert_statement() -> str:
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
+    array = database.array_parameter()
+    arrays = ", ".join(f"{array}::{field.db_type(connection)}[]" for field in COPIED)
+    return f"INSERT INTO {Attempt._meta.db_table} ({columns}) SELECT * FROM unnest({arrays})"
 
 
 def write_back_and_settle(claimed: list[Delivery], updates: dict[int, dict]) -> set[int]:
