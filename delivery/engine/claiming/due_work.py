@@ -47,27 +47,31 @@ CURSORS = Cursors()
 
 
 def due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter,
-                shares: tuple[Counter, int] | None = None) -> tuple[list[DueRow], bool]:
+                shares: tuple[Counter, int] | None = None, *, taking=None) -> tuple[list, bool]:
     """Up to about `count` due rows, in the order a fair claim takes them: owners in turn, each owner's tenants in
     turn, and their endpoints in turn, each one's rows oldest first (rules/claim_turns.py). Also whether more was
     due than read. What it reads is what a claim can take: each share's part of `count`, split among its endpoints
     with due rows and capped by each one's room, then topped up from the endpoints that had more while room is left
     (a claim of 64 slots read 256 rows to take 64, and beside an endpoint without room read that endpoint's whole
-    due backlog to skip it)."""
+    due backlog to skip it).
+
+    `taking(rows, more)`: what the caller makes of them, inside the reads' transaction (a claim leases its rows in
+    it: one transaction, not two); its result is returned instead."""
+    taking = taking or (lambda rows, more: (rows, more))
     full = [endpoint_id for endpoint_id, n in in_flight.items() if n >= per_endpoint]
     if connection.vendor != "postgresql":  # SQLite (local runs): one owner in practice; oldest first
         rows = list(lifecycle.due(now).exclude(endpoint_id__in=full).order_by("next_attempt_at")
                     .values_list("id", "endpoint_id", "subscription_id", "subscription__max_events_per_batch",
                                  "owner_id", "tenant_id")[:count * 4])
         due = [DueRow(*row[:5], row[5] or OWN) for row in rows]
-        return claim_turns.in_turn(due, CURSORS.turn(due)), len(rows) == count * 4
+        return taking(claim_turns.in_turn(due, CURSORS.turn(due)), len(rows) == count * 4)
     # Which shares have due work: an index walk with nothing to sort, outside the block below, so that a look that
     # finds nothing stays one statement.
     wanting = shares_with_due_work(now)
     if not wanting:
         return [], False
     with plans_in_index_order():
-        return _due_in_turn(now, count, per_endpoint, in_flight, shares, full, wanting)
+        return taking(*_due_in_turn(now, count, per_endpoint, in_flight, shares, full, wanting))
 
 
 def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares: tuple[Counter, int] | None,
@@ -118,14 +122,11 @@ def _due_in_turn(now, count: int, per_endpoint: int, in_flight: Counter, shares:
 def batches(now, batching: dict[int, int], taken: list[int]) -> list[tuple[list[int], int]]:
     """For each batching subscription in `batching` ({subscription: batch size}), the ids of up to a batch of its
     oldest due rows not among `taken`, with that size. Each is a read of the (subscription, status,
-    next_attempt_at) index, planned in its order: the one that sorts the subscription's backlog read all of it per
-    claim (46.7 ms at 200,000 rows against 0.33, docs/benchmarks.md)."""
-    if not batching:  # (no transaction for a claim without any)
-        return []
-    with plans_in_index_order():
-        return [(list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=taken)
-                      .order_by("next_attempt_at").values_list("id", flat=True)[:batch]), batch)
-                for subscription_id, batch in batching.items()]
+    next_attempt_at) index, planned in its order (inside the claim's `plans_in_index_order`): the one that sorts
+    the subscription's backlog read all of it per claim (46.7 ms at 200,000 rows against 0.33, docs/benchmarks.md)."""
+    return [(list(lifecycle.due(now, subscription_id=subscription_id).exclude(id__in=taken)
+                  .order_by("next_attempt_at").values_list("id", flat=True)[:batch]), batch)
+            for subscription_id, batch in batching.items()]
 
 
 def _pending_shares() -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 
 from delivery.conf import herald
 from delivery.engine.claiming import due_work
@@ -52,7 +52,12 @@ def claim_due(now, limit: int, *, per_endpoint: int, in_flight: Counter | None =
     rows. `shares`: (sends each (owner, tenant) holds, the process's slots), to keep each share within its room of
     the slots (rules/send_shares.py)."""
     in_flight = in_flight or Counter()
-    due, more = due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares)
+    return due_work.due_in_turn(now, limit, per_endpoint, in_flight, shares,
+                                taking=lambda due, more: _take(due, more, now, limit, per_endpoint, in_flight))
+
+
+def _take(due: list, more: bool, now, limit: int, per_endpoint: int, in_flight: Counter) -> tuple[list, bool]:
+    """`claim_due`'s choice among the due rows read, and their lease, in the reads' transaction."""
     taken: Counter = Counter()
     ids, batching, used, subscriptions, at = [], {}, 0.0, set(), {}
     for row in due:
@@ -101,14 +106,19 @@ def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str
     # leaves the rows pending, due now. Leased on their own they stayed in flight, unsent and held by nobody, until
     # the lease ran out and the reconciler counted a lost try and waited the policy's first retry delay (84.8 s
     # with Workfront's schedule).
-    with transaction.atomic():
-        at = at or {}
-        claimed = _lease([i for i in ids if i not in at], now, lease)
-        claimed = sorted(claimed + _lease(list(at), now, lease, at=list(at.values())), key=lambda d: d.id)
-        if not claimed:
-            return []
-        messages = _by_key(MESSAGES, Message, {d.message_id for d in claimed})
-        endpoints = _by_key(ENDPOINTS, Endpoint, {d.endpoint_id for d in claimed})
+    at = at or {}
+    plain = [i for i in ids if i not in at]
+    if connection.vendor == "postgresql":  # each group leased and loaded by one statement (in the claim's block)
+        with transaction.atomic(savepoint=False):
+            loaded = [*_lease_and_load(plain, now, lease), *_lease_and_load(list(at), now, lease, at=list(at.values()))]
+        claimed = sorted((delivery for delivery, _, _ in loaded), key=lambda d: d.id)
+        messages = {message.pk: message for _, message, _ in loaded if message is not None}
+        endpoints = {endpoint.pk: endpoint for _, _, endpoint in loaded if endpoint is not None}
+    else:
+        with transaction.atomic():
+            claimed = sorted(_lease(plain, now, lease), key=lambda d: d.id)
+            messages = Message.objects.in_bulk({d.message_id for d in claimed})
+            endpoints = Endpoint.objects.in_bulk({d.endpoint_id for d in claimed})
     for delivery in claimed:
         delivery.message, delivery.endpoint = messages[delivery.message_id], endpoints[delivery.endpoint_id]
         delivery.subscription = subscriptions[delivery.subscription_id]
@@ -116,11 +126,37 @@ def _claim(ids: list[int], subscription_ids: set[int], now, *, at: dict[int, str
     return claimed
 
 
-def _by_key(statement: Statement, model, keys: set) -> dict:
-    """{key: instance} for `keys`: one compiled statement on PostgreSQL, `in_bulk` elsewhere."""
-    if connection.vendor != "postgresql":
-        return model.objects.in_bulk(keys)
-    return {row.pk: row for row in statement.rows(list(keys))}
+def _lease_and_load(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[tuple]:
+    """Flip the still-pending, due rows among `ids` to in_flight with `lease` and load what their sends need, in
+    one statement (PostgreSQL): (delivery as it is after the change, its message or None, its endpoint or None)
+    for each row this call won, each message and endpoint given with the first of its rows only (a fan-out's
+    deliveries share one message). `at`: their ctids as a read found them, to go straight to the rows: a row
+    changed since is no longer there and is left for the next claim (its id is checked too, as the place may now
+    hold another row's version; spelled `id + 0` so that the planner keeps to the TID scan)."""
+    if not ids:
+        return []
+    delivery_columns = [f"won.{field.column}" for field in Delivery._meta.concrete_fields]
+    message_columns, endpoint_columns = MESSAGES.columns("m"), ENDPOINTS.columns("e")
+    fields = Delivery._meta.concrete_fields
+    leasing, params = _lease_statement(at is not None)
+    with database.bound_cursor() as cursor:
+        cursor.execute(
+            f"""WITH won AS ({leasing}), firsts AS (
+                    SELECT won.*, row_number() OVER (PARTITION BY won.message_id) AS message_first,
+                           row_number() OVER (PARTITION BY won.endpoint_id) AS endpoint_first FROM won)
+                SELECT {", ".join([*delivery_columns, *message_columns, *endpoint_columns])} FROM firsts AS won
+                LEFT JOIN {Message._meta.db_table} m ON won.message_first = 1 AND m.id = won.message_id
+                LEFT JOIN {Endpoint._meta.db_table} e ON won.endpoint_first = 1 AND e.id = won.endpoint_id""",
+            params(lease, at, ids, now))
+        rows = cursor.fetchall()
+    split, after = len(fields), len(fields) + len(message_columns)
+    deliveries = shortcuts.instances(Delivery, connection.alias, [f.attname for f in fields],
+                                     [row[:split] for row in rows])
+    messages = iter(MESSAGES.loaded([row[split:after] for row in rows if row[split] is not None]))
+    endpoints = iter(ENDPOINTS.loaded([row[after:] for row in rows if row[after] is not None]))
+    return [(delivery, next(messages) if row[split] is not None else None,
+             next(endpoints) if row[after] is not None else None)
+            for delivery, row in zip(deliveries, rows, strict=True)]
 
 
 def _subscriptions(keys: set[int]) -> dict[int, Subscription]:
@@ -149,38 +185,37 @@ def status_by_key(alias: str = "") -> str:
     return f"({alias}status || '')"
 
 
-def _lease(ids: list[int], now, lease, *, at: list[str] | None = None) -> list[Delivery]:
+def _lease(ids: list[int], now, lease) -> list[Delivery]:
     """Flip the still-pending, due rows among `ids` to in_flight with `lease`; returns the rows this call won, as
-    they are after the change. `at`: their ctids as a read found them (PostgreSQL), to go straight to the rows: a
-    row changed since is no longer there and is left for the next claim (its id is checked too, as the place may
-    now hold another row's version; spelled `id + 0` so that the planner keeps to the TID scan)."""
+    they are after the change. SQLite (local runs): writers are serialized, no row locks needed."""
     if not ids:
         return []
-    pending, due, changes = DeliveryStatus.PENDING, Q(next_attempt_at__lte=now), transitions.claimed(lease=lease)
-    # One round trip on PostgreSQL: the rows come back from the UPDATE, which finds the rows it locked by their
-    # physical address (a TID scan), not by a second probe of the primary key.
-    if connection.vendor == "postgresql":
-        table = Delivery._meta.db_table
-        assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
-        fields = list(Delivery._meta.concrete_fields)
-        array = database.array_parameter()
-        by = f"ctid = ANY({array}::tid[]) AND (id + 0)" if at else "id"
-        with database.bound_cursor() as cursor:
-            cursor.execute(
-                f"""UPDATE {table} AS d SET {assignments}
-                    FROM (SELECT ctid FROM {table} WHERE {by} = ANY({array}::bigint[])
-                            AND {status_by_key()} = %s AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED) AS won
-                    WHERE d.ctid = won.ctid
-                    RETURNING {", ".join(f"d.{f.column}" for f in fields)}""",
-                [*changes.values(), *([at] if at else []), ids, pending, now],
-            )
-            rows = cursor.fetchall()
-        # Every column of a delivery is a plain type psycopg returns as Django would (no converters needed).
-        return shortcuts.instances(Delivery, connection.alias, [f.attname for f in fields], rows)
-    with transaction.atomic():  # SQLite (local runs): writers are serialized, no row locks needed
-        won = list(Delivery.objects.filter(due, id__in=ids, status=pending).values_list("id", flat=True))
-        Delivery.objects.filter(id__in=won).update(**changes)
+    with transaction.atomic():
+        won = list(lifecycle.due(now, id__in=ids).values_list("id", flat=True))
+        Delivery.objects.filter(id__in=won).update(**transitions.claimed(lease=lease))
     return list(Delivery.objects.filter(id__in=won))
+
+
+def _lease_statement(by_place: bool):
+    """The UPDATE that leases rows, and how its values are given: (sql, params(lease, at, ids, now)). The rows come
+    back from it (RETURNING), found by their physical address (a TID scan) when `by_place`, not by a second probe
+    of the primary key."""
+    changes = list(transitions.claimed(lease=None))
+    table = Delivery._meta.db_table
+    assignments = ", ".join(f"{Delivery._meta.get_field(name).column} = %s" for name in changes)
+    array = database.array_parameter()
+    by = f"ctid = ANY({array}::tid[]) AND (id + 0)" if by_place else "id"
+    sql = f"""UPDATE {table} AS d SET {assignments}
+              FROM (SELECT ctid FROM {table} WHERE {by} = ANY({array}::bigint[])
+                      AND {status_by_key()} = %s AND next_attempt_at <= %s FOR UPDATE SKIP LOCKED) AS won
+              WHERE d.ctid = won.ctid
+              RETURNING {", ".join(f"d.{f.column}" for f in Delivery._meta.concrete_fields)}"""
+
+    def params(lease, at, ids, now) -> list:
+        values = transitions.claimed(lease=lease)
+        return [*(values[name] for name in changes), *([at] if by_place else []), ids, DeliveryStatus.PENDING, now]
+
+    return sql, params
 
 
 def write_back(claimed: list[Delivery], updates: dict) -> set[int]:

@@ -77,17 +77,28 @@ class Statement:
     def rows(self, *values) -> list:
         if len(values) != len(self.kinds):
             raise TypeError(f"this statement takes {len(self.kinds)} values, not {len(values)}")
-        sql, slots, converters, model, names = self._compiled or self._compile()
+        sql, slots, *_ = self._compiled or self._compile()
         params = [values[slot] if isinstance(slot, int) else slot[0] for slot in slots]
-        connection = connections[self.using]
-        with bound_cursor(self.using) if self.bound else connection.cursor() as cursor:
+        with bound_cursor(self.using) if self.bound else connections[self.using].cursor() as cursor:
             cursor.execute(sql, params)
-            found = cursor.fetchall()
+            return self.loaded(cursor.fetchall())
+
+    def loaded(self, found: list) -> list:
+        """What `rows` returns for `found`, rows of this statement's columns that another statement selected (by
+        `columns`): Django's converters applied to each value, instances built for a statement of instances."""
+        _, _, converters, model, names = self._compiled or self._compile()
         if converters:
+            connection = connections[self.using]
             found = [_converted(row, converters, connection) for row in found]
         if model is not None:
             return instances(model, self.using, names, found)
         return found
+
+    def columns(self, alias: str) -> list[str]:
+        """The columns a statement of instances reads, in its order, as `alias.column` for another statement."""
+        _, _, _, model, _ = self._compiled or self._compile()
+        quote = connections[self.using].ops.quote_name
+        return [f"{alias}.{quote(field.column)}" for field in model._meta.concrete_fields]
 
     def _compile(self):
         samples = [SAMPLE_INT - n if kind is int else [SAMPLE_INT - n] if kind is list else SAMPLE_TEXT.format(n)
