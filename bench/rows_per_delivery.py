@@ -139,6 +139,13 @@ def postgres_cpu_seconds() -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of one running process so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class CpuLimit:
     """PostgreSQL's processes held to `cores` of CPU (a cgroup v1 `cpu` quota; new backends inherit it from the
     postmaster): the drain is then bound by PostgreSQL, which is what the capacity model predicts."""
@@ -270,8 +277,10 @@ def main() -> None:
         cron = subprocess.Popen([sys.executable, "manage.py", "herald_cron"], env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL)
         processes += workers + [cron]
+        workers_before = 0.0
         if args.rate:
             time.sleep(3)  # the workers and the scheduler started
+            workers_before = sum(process_cpu_seconds(process.pid) for process in workers)
             started = time.time()
             processes.append(subprocess.Popen([sys.executable, "manage.py", "shell", "-c",
                                                STEADY.format(n=n, rate=args.rate)], env=env, cwd=ROOT))
@@ -279,6 +288,7 @@ def main() -> None:
         elapsed = time.time() - started
         time.sleep(2)  # the last answers recorded
         cpu = postgres_cpu_seconds() - cpu_before  # (ended processes' time is lost: connections live on)
+        worker_cpu = sum(process_cpu_seconds(process.pid) for process in workers) - workers_before
         for process in workers + [cron]:
             process.terminate()
         for process in workers + [cron]:
@@ -306,6 +316,8 @@ def main() -> None:
         print(f"  in Herald's tables: returned {user_returned:.1f}, fetched {user_fetched:.1f}, read "
               f"{user_returned + user_fetched:.1f}; in PostgreSQL's catalogs (filled once per connection) "
               f"{returned + fetched - user_returned - user_fetched:.1f}")
+        since = "from the first publish" if args.rate else "from their start"
+        print(f"workers' CPU: {worker_cpu:.2f} s, {worker_cpu / n * 1000:.2f} ms per delivery ({since})")
         per_core = n / cpu if cpu else float("inf")
         print(f"PostgreSQL CPU: {cpu:.2f} s for {n:,} deliveries, {cpu / n * 1000:.2f} ms each: "
               f"{per_core:,.0f} deliveries per second per PostgreSQL core; {1e9 / (float(wal) / n):,.0f} deliveries "
