@@ -12,6 +12,7 @@ CLAIM_BATCH = 64
 # the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
 ANNOUNCED_LOOK_SECONDS = 0.02
 ANNOUNCED_BATCH = 8
+STREAM_GATHERS = 4  # wakes closer than this many gathering times are a stream (`gather_for`)
 
 
 class Pace:
@@ -27,6 +28,7 @@ class Pace:
         self.announced_look_at = 0.0
         self.stalls = stalls
         self.slots_report_at = 0.0
+        self.woken_at = float("-inf")
 
     def claim_size(self, moment: float, announced: int | None) -> tuple[bool, int]:
         """(look now, how many rows at most). A look is due when the last one left work and sends completed since,
@@ -41,6 +43,19 @@ class Pace:
             if not look:
                 return True, ANNOUNCED_BATCH
         return look, CLAIM_BATCH
+
+    def gather_for(self, moment: float, gather: float) -> float:
+        """A lingering pump woken by new work at `moment`: how long to gather before it claims. `gather` while
+        publishes arrive steadily (the previous wake less than STREAM_GATHERS x `gather` ago): one claim then takes
+        what arrives meanwhile instead of one claim each, a round's cost being mostly per round, not per delivery
+        (docs/benchmarks.md, "The steady rate"). A publish after a quiet spell is claimed at once."""
+        streaming = self.streaming(moment, gather)
+        self.woken_at = moment
+        return gather if streaming else 0.0
+
+    def streaming(self, moment: float, gather: float) -> bool:
+        """Whether publishes arrive steadily: the last wake was less than STREAM_GATHERS x `gather` ago."""
+        return moment - self.woken_at < STREAM_GATHERS * gather
 
     def time_to_read_announcements(self, moment: float) -> bool:
         if moment < self.announced_look_at:

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 DELIVERIES, RETRIES = AttemptQueue.DELIVERIES, AttemptQueue.RETRIES
 PUMP_WANTED_KEY = "herald:pump-wanted:{}"
 WORK_SEQUENCE_KEY = "herald:work-sequence"
+LOOKING_KEY = "herald:looking:{}"  # a pump gathers the work announced on a queue before it claims (`take_look`)
 # By name: the jobs' module imports this one.
 PUMP_JOB, DELIVER_JOB = "delivery.engine.sending.jobs.pump", "delivery.engine.sending.jobs.deliver"
 PUMP_WANTED_SECONDS = 5  # after this a waiting pump counts as lost and another may be queued
@@ -63,6 +64,17 @@ def work_sequence(queue_name: str = DELIVERIES) -> int:
         return int(redis_link.connection(queue_name).get(WORK_SEQUENCE_KEY) or 0)
     except Exception:
         return -1
+
+
+def take_look(queue_name: str, milliseconds: int) -> bool:
+    """Whether this pump is the one to claim the work announced now, after gathering for `milliseconds`: the first
+    pump to ask is, and the others leave it that long (each claimed for every lone publish before, all but one of
+    them for nothing). Without Redis, every pump is."""
+    try:
+        return bool(redis_link.connection(queue_name).set(LOOKING_KEY.format(queue_name), 1, nx=True,
+                                                          px=max(1, milliseconds)))
+    except Exception:
+        return True
 
 
 def pump_after_commit(queue_name: str = DELIVERIES) -> None:

@@ -88,8 +88,9 @@ class Drain:
 
     def claim(self, free: int) -> None:
         pace = self.pace
-        announced = (queues.work_sequence(self.queue_name) if pace.time_to_read_announcements(time.monotonic())
-                     else None)
+        moment = time.monotonic()
+        announced = (queues.work_sequence(self.queue_name) if pace.time_to_read_announcements(moment)
+                     and not self.gathered_when_lingering(moment) else None)
         look, batch = pace.claim_size(time.monotonic(), announced)
         if not look:
             return
@@ -102,6 +103,13 @@ class Drain:
                                       transport=self.transport, now=now, answered=self.answered,
                                       ahead=self.answering)
         pace.claimed(moment, taken, more, batch, self.transport.pending)
+
+    def gathered_when_lingering(self, moment: float) -> bool:
+        """In a stream of publishes, new work announced while nothing is in flight is left to the linger that
+        follows, which gathers it (`more_announced`), rather than claimed at once, one publish a claim. (With sends in
+        flight it is claimed at once: a flood's pump never lingers.)"""
+        gather = herald.PUMP_GATHER_MS / 1000
+        return bool(gather) and not self.futures and self.pace.streaming(moment, gather)
 
     def record_and_report(self) -> None:
         if self.answered:
@@ -127,12 +135,20 @@ class Drain:
             self.pace.freed = True
 
     def more_announced(self) -> bool:
-        """Linger for new work; whether some was announced."""
-        latest = linger(self.queue_name, self.pace.seen)
-        if latest == self.pace.seen:
-            return False
-        self.pace.announced_while_lingering(latest)
-        return True
+        """Linger for new work; whether some was announced that this pump is to claim. In a stream of publishes
+        one pump gathers them for HERALD_PUMP_GATHER_MS (`queues.take_look`) and the others go on lingering."""
+        while time.monotonic() < self.claim_until:
+            latest = linger(self.queue_name, self.pace.seen)
+            if latest == self.pace.seen:
+                return False
+            gather = self.pace.gather_for(time.monotonic(), herald.PUMP_GATHER_MS / 1000)
+            if gather and not queues.take_look(self.queue_name, herald.PUMP_GATHER_MS):
+                self.pace.seen = latest  # another pump gathers it
+                continue
+            stopping.wait(gather)
+            self.pace.announced_while_lingering(latest)
+            return True
+        return False
 
 
 def drain(queue_name: str, *, transport=None, clock=database_now) -> int:
@@ -213,7 +229,7 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
                                                                start_by=time.monotonic() + window)
                 futures.update(started)
                 probes |= started_probes
-    return len(claimed), bool(claimed) or more
+    return len(claimed), more
 
 
 def linger(queue_name: str, seen: int) -> int:
