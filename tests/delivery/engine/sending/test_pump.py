@@ -197,6 +197,42 @@ def test_a_failed_answer_is_scheduled_by_the_policy_from_the_answer(user, redis_
     assert 30 * 0.8 <= retry_in <= 30 * 1.2  # the policy's delay (with its jitter), counted from the answer
 
 
+def test_a_stream_of_publishes_is_gathered_into_one_claim_and_a_lone_publish_is_not(user, redis_conn, settings,
+                                                                                      monkeypatch):
+    """A lingering pump woken by a publish soon after the previous wake waits HERALD_PUMP_GATHER_MS and takes what
+    arrived meanwhile in one claim (a round's cost is per claim); the first publish after a quiet spell is claimed
+    at once."""
+    settings.HERALD_PUMP_GATHER_MS = 400  # (generous: publishes on a loaded machine are slow to arrive)
+    settings.HERALD_PUMP_LINGER_SECONDS = 3
+    topic, _ = subscribe(user, "stream", "http://127.0.0.1:9/s")
+    claims, claim_due = [], pump.leases.claim_due
+
+    def counted(*args, **kwargs):
+        claimed, more = claim_due(*args, **kwargs)
+        if claimed:
+            claims.append((time.monotonic(), len(claimed)))
+        return claimed, more
+
+    monkeypatch.setattr(pump.leases, "claim_due", counted)
+    transport = FakeTransport()
+    done = []
+    thread = threading.Thread(target=lambda: (done.append(pump.drain("deliveries", transport=transport,
+                                                                     clock=lambda: timezone.now())),
+                                              connections.close_all()))
+    thread.start()
+    time.sleep(0.2)  # the pump lingers
+    published = time.monotonic()
+    message_publish(topic=topic, payload={"n": 0})
+    wait_until(lambda: len(transport.sent) == 1, timeout=10)
+    assert claims[0][0] - published < 0.4  # a lone publish: not gathered
+    for n in range(1, 6):
+        message_publish(topic=topic, payload={"n": n})
+    wait_until(lambda: len(transport.sent) == 6, timeout=10)
+    thread.join(10)
+    assert done == [6] and not thread.is_alive()
+    assert [size for _, size in claims][1:] == [5]  # the stream's five in one claim
+
+
 def test_a_stopping_worker_claims_nothing(user, redis_conn):
     topic, _ = subscribe(user, "stopping", "http://127.0.0.1:9/a")
     message_publish(topic=topic, payload={})
