@@ -967,14 +967,14 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
 
 
 def steady_rates(bench: Bench, quick: bool) -> list[dict]:
-    """Publishing at 100 and 200 msgs/s (open loop) with everything running, one fast endpoint (`--only steady`):
+    """Publishing at 100, 200 and 300 msgs/s (open loop) with everything running, one fast endpoint (`--only steady`):
     what a shop's ordinary day looks like. Each with the CPU of every process kind per 1,000 messages (each is one
     publish and one delivery): at these rates a worker claims and records a few deliveries at a time, not a
     drain's 64."""
     rows: list[dict] = []
     row = reporter(rows)
     scale = 0.3 if quick else 1.0
-    for target in (100, 200):
+    for target in (100, 200, 300):
         topic = bench.reset({"fast": 1})
         bench.start_engine()
         time.sleep(2)

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from delivery.db_config import PLANNED_ONCE, PREPARE_AFTER_USES, database
 from delivery.models import Delivery
 from tests.conftest import ROOT, publish, subprocess_env, subscribe, wait_until
 from tests.pgbouncer import PGBOUNCER, PgBouncer
@@ -103,3 +104,10 @@ def test_what_database_pooler_turns_off_is_what_transaction_pooling_breaks():
         second.close()
     finally:
         bouncer.stop()
+
+
+def test_without_a_pooler_herald_s_statements_are_prepared_and_behind_pgbouncer_nothing_is_set_per_session():
+    direct = database("postgres://herald@db1:5432/herald")["OPTIONS"]
+    assert direct["prepare_threshold"] == PREPARE_AFTER_USES and PLANNED_ONCE in direct["options"]
+    pooled = database("postgres://herald@db1:5432/herald", pooler="pgbouncer")["OPTIONS"]
+    assert pooled["prepare_threshold"] is None and "options" not in pooled  # PgBouncer refuses startup options

@@ -178,3 +178,34 @@ def test_a_bound_cursor_loads_date_times_as_djangos_cursor_does(session_zone):
     assert [value.utcoffset() for (value,) in bound[:3]] == [timedelta(0)] * 3
 
 
+
+
+def test_herald_s_statements_are_prepared_and_planned_once_and_django_s_are_not():
+    """A bound statement run a few times is prepared on its connection and runs its one generic plan (no planning
+    per run: db_config.PLANNED_ONCE); `prepared=False` keeps one planned for its values; Django's own cursor never
+    prepares."""
+    def run(sql, **kwargs):
+        with database.bound_cursor(**kwargs) as cursor:
+            cursor.execute(sql, [1])
+            return cursor.fetchall()
+
+    for _ in range(4):
+        assert run("SELECT %s::int + 40 AS herald_prepared_probe") == [(41,)]
+        assert run("SELECT %s::int + 50 AS herald_unprepared_probe", prepared=False) == [(51,)]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT %s::int + 60 AS herald_django_probe", [1])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    probe = [(plans, custom) for statement, plans, custom in prepared if "herald_prepared_probe" in statement]
+    assert probe and probe[0][0] >= 1 and probe[0][1] == 0, prepared
+    assert not [row for row in prepared if "unprepared_probe" in row[0] or "django_probe" in row[0]], prepared
+
+
+def test_a_statement_in_a_block_inside_another_s_gets_a_cursor_of_its_own():
+    with database.bound_cursor() as outer:
+        outer.execute("SELECT generate_series(1, 3)")
+        with database.bound_cursor() as inner:
+            inner.execute("SELECT 7")
+            assert inner.fetchall() == [(7,)]
+        assert outer.fetchall() == [(1,), (2,), (3,)]  # its results are still its own
