@@ -22,6 +22,7 @@ third against its middle third (flat: within 15 %, or for sizes within one reten
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -277,7 +278,9 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--chart")
     args = parser.parse_args()
-    bench = Bench(tempfile.mkdtemp(prefix="herald-soak-"))
+    work = tempfile.mkdtemp(prefix="herald-soak-")
+    os.chmod(work, 0o755)  # (PostgreSQL runs as its own user below it)
+    bench = Bench(work)
     soak, samples = None, []
     try:
         soak = Soak(bench, args)
