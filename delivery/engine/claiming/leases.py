@@ -81,7 +81,9 @@ def _take(due: list, more: bool, now, limit: int, per_endpoint: int, in_flight: 
         more = more or len(extra) == batch
     if not ids:
         return [], more
-    return _claim(ids, subscriptions, now, at=at), more
+    claimed = _claim(ids, subscriptions, now, at=at)
+    # (rows the read found that the lease did not win, another's or changed since: due still, perhaps)
+    return claimed, more or len(claimed) < len(ids)
 
 
 
@@ -244,12 +246,13 @@ def write_back(claimed: list[Delivery], updates: dict) -> set[int]:
     names_of = ", ".join(["id", "lease"] + [f.column for f in fields])
     array = database.array_parameter()
     arrays = ", ".join(f"{array}::{kind}[]" for kind in types)
-    # Planned for its rows on every run: a plan made for any number of rows joined them to a scan of the table.
-    with database.bound_cursor(prepared=False) as cursor:
+    # The ids twice: as the rows to join and as the keys to probe (`d.id = ANY`), so that a plan made for any values
+    # (db_config.PLANNED_ONCE) probes the primary key; joined to the arrays alone, such a plan scanned the table.
+    with database.bound_cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS d SET {assignments} FROM unnest({arrays}) AS v({names_of}) "
-            f"WHERE d.id = v.id AND {status_by_key('d.')} = %s AND d.lease_until = v.lease "
-            f"RETURNING d.id",
-            [*columns, DeliveryStatus.IN_FLIGHT],
+            f"WHERE d.id = ANY({array}::bigint[]) AND d.id = v.id AND {status_by_key('d.')} = %s "
+            f"AND d.lease_until = v.lease RETURNING d.id",
+            [*columns, columns[0], DeliveryStatus.IN_FLIGHT],
         )
         return {row[0] for row in cursor.fetchall()}

@@ -150,10 +150,12 @@ def _subscriptions_reached(topic_id: int, audience: Audience):
         "confirmed_at", "tenant_id")
 
 
+# Planned for their values on every run (bound=False): how many of a topic's subscriptions a tenant's publish reaches
+# decides the plan (a generic plan, made for any topic, could read all of a topic's tenants to find one's).
 AUDIENCE_SUBSCRIPTIONS = {
-    "broadcast": Statement(lambda topic: _subscriptions_reached(topic, Audience(broadcast=True)), int),
-    "tenant": Statement(lambda topic, tenant: _subscriptions_reached(topic, Audience(tenant)), int, int),
-    "owner": Statement(lambda topic: _subscriptions_reached(topic, Audience()), int),
+    "broadcast": Statement(lambda topic: _subscriptions_reached(topic, Audience(broadcast=True)), int, bound=False),
+    "tenant": Statement(lambda topic, tenant: _subscriptions_reached(topic, Audience(tenant)), int, int, bound=False),
+    "owner": Statement(lambda topic: _subscriptions_reached(topic, Audience()), int, bound=False),
 }
 
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC
 from functools import cache
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.models import (
     AutoField,
     Lookup,
@@ -31,6 +31,9 @@ from django.db.models import (
 )
 
 log = logging.getLogger(__name__)
+# A prepared statement that no longer holds: "cached plan must not change result type", "prepared statement … does
+# not exist".
+STALE_PREPARED = {"0A000", "26000"}
 
 
 try:  # psycopg (3 or 2) is the `postgres` extra: a project on SQLite runs without it
@@ -68,8 +71,12 @@ def on_psycopg3(connection) -> bool:
 @contextmanager
 def bound_cursor(using: str = DEFAULT_DB_ALIAS, *, prepared: bool = True):
     """Django's cursor (its execute wrappers, query log and error translation) over psycopg's server-side binding
-    cursor on PostgreSQL with psycopg 3; elsewhere Django's usual cursor. `prepared=False`: its statements are
-    planned on every run, for their values (a statement whose best plan depends on how many rows it is given)."""
+    cursor on PostgreSQL with psycopg 3; elsewhere Django's usual cursor. `prepared=False`: its statements are not
+    prepared, so each run is parsed and planned anew (from the statistics of the moment).
+
+    A prepared statement the server can no longer run as it was prepared (a migration changed the columns it reads,
+    or the statement is gone: a pooler's other session) fails with its error, and the connection is closed, so that
+    the next statement starts on a fresh one instead of failing the same way until the connection ages out."""
     connection = connections[using]
     if not on_psycopg3(connection):
         with connection.cursor() as cursor:
@@ -85,6 +92,10 @@ def bound_cursor(using: str = DEFAULT_DB_ALIAS, *, prepared: bool = True):
         _load_times(raw, connection)
     try:
         yield connection._prepare_cursor(raw)
+    except DatabaseError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) in STALE_PREPARED:
+            connection.close()
+        raise
     finally:
         if prepared in kept:
             raw.close()

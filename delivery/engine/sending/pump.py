@@ -145,7 +145,9 @@ class Drain:
             if gather and not queues.take_look(self.queue_name, herald.PUMP_GATHER_MS):
                 self.pace.seen = latest  # another pump gathers it
                 continue
-            stopping.wait(gather)
+            if stopping.wait(gather):  # asked to stop while gathering: the work is announced again for another
+                queues.want_pump(self.queue_name)
+                return False
             self.pace.announced_while_lingering(latest)
             return True
         return False

@@ -209,3 +209,32 @@ def test_a_statement_in_a_block_inside_another_s_gets_a_cursor_of_its_own():
             inner.execute("SELECT 7")
             assert inner.fetchall() == [(7,)]
         assert outer.fetchall() == [(1,), (2,), (3,)]  # its results are still its own
+
+
+def test_a_prepared_statement_that_no_longer_holds_fails_once_then_runs_on_a_fresh_connection():
+    """A migration changed what a prepared statement reads: it fails with the server's error, once; the connection
+    is closed, so the next run prepares it anew instead of failing until the connection ages out."""
+    from django.db import DatabaseError
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE herald_probe (x int)")
+        cursor.execute("INSERT INTO herald_probe VALUES (1)")
+    try:
+        def read():
+            with database.bound_cursor() as cursor:
+                cursor.execute("SELECT x FROM herald_probe WHERE x IS NOT NULL OR %s", [True])
+                return cursor.fetchall()
+
+        for _ in range(4):
+            assert read() == [(1,)]
+        params = connection.get_connection_params()  # the migration comes from another process
+        with connection.Database.connect(**{k: v for k, v in params.items() if k != "cursor_factory"},
+                                         autocommit=True) as other:
+            other.execute("ALTER TABLE herald_probe ALTER x TYPE text")
+        with pytest.raises(DatabaseError, match="cached plan"):
+            read()
+        assert connection.connection is None  # closed
+        assert read() == [("1",)]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE herald_probe")
