@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover bench-transformations chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover bench-transformations bench-soak chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,10 @@ bench-failover: install-dev
 # What a transformation costs a delivery, and the worst handler the limits allow beside a quiet owner.
 bench-transformations: install-dev
 	$(BIN)/python bench/transformations.py $(BENCH_ARGS)
+
+# an hour of steady publishing with fan-out and retention purging all along (docs/benchmarks.md, "A day in the life")
+bench-soak: install-dev
+	$(BIN)/python bench/soak.py $(or $(BENCH_ARGS),--rate 60 --json docs/soak.json --chart docs/soak.svg)
 
 clean:
 	rm -rf $(VENV) herald.sqlite3 .run staticfiles

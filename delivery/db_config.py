@@ -22,13 +22,14 @@ CONNECT_TIMEOUT_SECONDS = 5  # per host of a multi-host URL, unless the URL says
 # Herald's own statements (its bound cursors: the claim, the write-back, the publish's lookups) are prepared
 # server-side after this many uses on a connection, so PostgreSQL plans each once per connection instead of on every
 # run: planning was two fifths of PostgreSQL's CPU per message at a steady rate (docs/benchmarks.md, "The steady
-# rate"). Django's own queries go through its client-side cursors, which psycopg never prepares.
+# rate, a third cheaper"). Django's own queries go through its client-side cursors, which psycopg never prepares.
 PREPARE_AFTER_USES = 2
 # ... and each is planned once: the plan made for a prepared statement's first run serves its later runs, whatever
 # their values. With PostgreSQL's default (`auto`), the claim's reads, the lease and the write-back were planned
 # anew on every run all the same, their arrays' sizes being unknown to a plan made for any values. Their plans do
 # not depend on the values: each reads by key, by row address or along one index (engine/claiming/read_plans.py).
-# It concerns prepared statements only; Django's queries are not.
+# It concerns statements whose values travel apart from them (Herald's bound cursors); Django's queries arrive
+# with their values in their text and are planned for them, as before.
 PLANNED_ONCE = "-c plan_cache_mode=force_generic_plan"
 
 

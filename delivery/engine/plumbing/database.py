@@ -72,7 +72,8 @@ def on_psycopg3(connection) -> bool:
 def bound_cursor(using: str = DEFAULT_DB_ALIAS, *, prepared: bool = True):
     """Django's cursor (its execute wrappers, query log and error translation) over psycopg's server-side binding
     cursor on PostgreSQL with psycopg 3; elsewhere Django's usual cursor. `prepared=False`: its statements are not
-    prepared, so each run is parsed and planned anew (from the statistics of the moment).
+    prepared, so each run is parsed and planned anew (a plan for any values, db_config.PLANNED_ONCE, but made from
+    the statistics of the moment).
 
     A prepared statement the server can no longer run as it was prepared (a migration changed the columns it reads,
     or the statement is gone: a pooler's other session) fails with its error, and the connection is closed, so that
