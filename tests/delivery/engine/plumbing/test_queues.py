@@ -23,6 +23,9 @@ def test_one_pump_waits_per_queue_however_many_ask(redis_conn):
     assert redis_link.queue("deliveries").count == 1
     sequence = queues.work_sequence("deliveries")
     assert sequence == 20  # every ask tells running pumps that work came
+    redis_conn.delete(queues.PUMP_WANTED_KEY.format("deliveries"))  # its flag ran out, it is still queued
+    assert queues.want_pump("deliveries") is False and redis_link.queue("deliveries").count == 1
+    redis_link.queue("deliveries").pop_job_id()  # a worker takes it
     queues.pump_started("deliveries")
     assert queues.want_pump("deliveries") is True  # the waiting one started: the next ask queues another
     assert queues.want_pump("retries") is True  # each queue has its own
