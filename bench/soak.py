@@ -166,6 +166,7 @@ CURVES = [("CPU per message, ms", ["web_ms", "worker_ms", "postgres_ms", "redis_
           ("table + indexes, MB", ["message_total_mb", "delivery_total_mb", "attempt_total_mb"]),
           ("dead tuples", ["message_dead", "delivery_dead", "attempt_dead"]),
           ("Redis used memory, MB", ["redis_mb"]),
+          ("RQ jobs waiting", ["jobs_waiting"]),
           ("deliveries by state", ["deliveries_pending", "deliveries_in_flight", "deliveries_succeeded",
                                    "deliveries_dead_lettered"])]
 COLOURS = ["#3b7dd8", "#d8733b", "#3bb273", "#c33", "#8a5cd8", "#777"]
@@ -236,7 +237,9 @@ class Soak:
                   "publish_p50_ms": round(pct(latencies, 0.5), 1), "publish_p99_ms": round(pct(latencies, 0.99), 1),
                   "receipt_p50_ms": round(pct(arrived, 0.5), 1), "receipt_p99_ms": round(pct(arrived, 0.99), 1),
                   "publish_failures": self.publisher.failed,
-                  "redis_mb": round(self.redis.info("memory")["used_memory"] / 2**20, 2), **table_figures(self.bench)}
+                  "redis_mb": round(self.redis.info("memory")["used_memory"] / 2**20, 2),
+                  "jobs_waiting": self.redis.llen("rq:queue:deliveries") + self.redis.llen("rq:queue:retries"),
+                  **table_figures(self.bench)}
         for short in ("message", "delivery", "attempt"):
             sample[f"{short}_total_mb"] = round(sample.get(f"{short}_mb", 0) + sample.get(f"{short}_index_mb", 0), 1)
         ingest = sum(sample[f"{kind}_ms"] for kind in ("web", "worker", "postgres", "redis"))
