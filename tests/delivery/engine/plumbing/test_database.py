@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import FieldError
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Value
 from django.db.models.functions import Concat
 from django.test.utils import CaptureQueriesContext
@@ -214,8 +214,6 @@ def test_a_statement_in_a_block_inside_another_s_gets_a_cursor_of_its_own():
 def test_a_prepared_statement_that_no_longer_holds_fails_once_then_runs_on_a_fresh_connection():
     """A migration changed what a prepared statement reads: it fails with the server's error, once; the connection
     is closed, so the next run prepares it anew instead of failing until the connection ages out."""
-    from django.db import DatabaseError
-
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE herald_probe (x int)")
         cursor.execute("INSERT INTO herald_probe VALUES (1)")
