@@ -6,6 +6,7 @@ whose lease expired (it was too slow, or its worker died and the reconciler move
 
 from collections import Counter
 from datetime import timedelta
+from functools import cache
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -137,23 +138,11 @@ def _lease_and_load(ids: list[int], now, lease, *, at: list[str] | None = None) 
     hold another row's version; spelled `id + 0` so that the planner keeps to the TID scan)."""
     if not ids:
         return []
-    delivery_columns = [f"won.{field.column}" for field in Delivery._meta.concrete_fields]
-    message_columns, endpoint_columns = MESSAGES.columns("m"), ENDPOINTS.columns("e")
-    fields = Delivery._meta.concrete_fields
-    leasing, params = _lease_statement(at is not None)
+    sql, params, split, after = _lease_and_load_statement(at is not None)
     with database.bound_cursor() as cursor:
-        cursor.execute(
-            f"""WITH won AS ({leasing}), firsts AS (
-                    SELECT won.*, row_number() OVER (PARTITION BY won.message_id) AS message_first,
-                           row_number() OVER (PARTITION BY won.endpoint_id) AS endpoint_first FROM won)
-                SELECT {", ".join([*delivery_columns, *message_columns, *endpoint_columns])} FROM firsts AS won
-                LEFT JOIN {Message._meta.db_table} m ON won.message_first = 1 AND m.id = won.message_id
-                LEFT JOIN {Endpoint._meta.db_table} e ON won.endpoint_first = 1 AND e.id = won.endpoint_id""",
-            params(lease, at, ids, now))
+        cursor.execute(sql, params(lease, at, ids, now))
         rows = cursor.fetchall()
-    split, after = len(fields), len(fields) + len(message_columns)
-    deliveries = shortcuts.instances(Delivery, connection.alias, [f.attname for f in fields],
-                                     [row[:split] for row in rows])
+    deliveries = shortcuts.instances(Delivery, connection.alias, DELIVERY_NAMES, [row[:split] for row in rows])
     messages = iter(MESSAGES.loaded([row[split:after] for row in rows if row[split] is not None]))
     endpoints = iter(ENDPOINTS.loaded([row[after:] for row in rows if row[after] is not None]))
     return [(delivery, next(messages) if row[split] is not None else None,
@@ -196,6 +185,25 @@ def _lease(ids: list[int], now, lease) -> list[Delivery]:
         won = list(lifecycle.due(now, id__in=ids).values_list("id", flat=True))
         Delivery.objects.filter(id__in=won).update(**transitions.claimed(lease=lease))
     return list(Delivery.objects.filter(id__in=won))
+
+
+DELIVERY_NAMES = [field.attname for field in Delivery._meta.concrete_fields]
+
+
+@cache
+def _lease_and_load_statement(by_place: bool):
+    """`_lease_and_load`'s statement, made once per process for each way of finding the rows: (sql, params(lease,
+    at, ids, now), where a row's message columns start, where its endpoint's start)."""
+    leasing, params = _lease_statement(by_place)
+    message_columns, endpoint_columns = MESSAGES.columns("m"), ENDPOINTS.columns("e")
+    delivery_columns = [f"won.{field.column}" for field in Delivery._meta.concrete_fields]
+    sql = f"""WITH won AS ({leasing}), firsts AS (
+                  SELECT won.*, row_number() OVER (PARTITION BY won.message_id) AS message_first,
+                         row_number() OVER (PARTITION BY won.endpoint_id) AS endpoint_first FROM won)
+              SELECT {", ".join([*delivery_columns, *message_columns, *endpoint_columns])} FROM firsts AS won
+              LEFT JOIN {Message._meta.db_table} m ON won.message_first = 1 AND m.id = won.message_id
+              LEFT JOIN {Endpoint._meta.db_table} e ON won.endpoint_first = 1 AND e.id = won.endpoint_id"""
+    return sql, params, len(delivery_columns), len(delivery_columns) + len(message_columns)
 
 
 def _lease_statement(by_place: bool):

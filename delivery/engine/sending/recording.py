@@ -228,11 +228,11 @@ def store_attempts(rows: list[Attempt]) -> None:
     for attempt in rows:
         attempt._prepare_related_fields_for_save(operation_name="store_attempts")  # its exchange's new id
     values = [[prepare(getattr(attempt, attname)) for prepare, attname in preparers] for attempt in rows]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
     if len(rows) <= INSERTED_UP_TO:
         with database.bound_cursor() as cursor:
             cursor.execute(_insert_statement(), [list(column) for column in zip(*values, strict=True)])
         return
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in COPIED)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {Attempt._meta.db_table} ({columns}) FROM STDIN") as copy:
             for row in values:
