@@ -15,6 +15,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django.setup()
 
 from django.db import connections  # noqa: E402
+from django.urls import get_resolver  # noqa: E402
 
 from delivery import heap  # noqa: E402
 from delivery.engine.plumbing import availability, counters  # noqa: E402
@@ -30,6 +31,16 @@ def on_starting(server):
         connections.close_all()  # the workers are forked from here: none may inherit a connection
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def warm() -> None:
+    """What Django otherwise does on a worker's first request: import the URLconf, and with it every view, DRF and
+    the schema generator. Done once here, the forked workers share it; done in each worker, it held that worker's
+    first requests for about 0.3 s, and the requests queued behind them (a steady stream's publish p99)."""
+    len(get_resolver().url_patterns)  # the property imports them
+
+
+warm()
 
 
 def pre_fork(server, worker):

@@ -43,6 +43,14 @@ def test_each_web_worker_starts_frozen_and_collects_less_often():
     assert young == heap.YOUNG_GENERATION
 
 
+def test_the_web_master_imports_the_urlconf_its_workers_would_import_on_their_first_request():
+    """Imported before the fork (and frozen with the rest), not in each worker while requests queue behind it."""
+    code = ("import sys; import project.gunicorn; "
+            "print('project.urls' in sys.modules, 'delivery.web.api.publishing' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split()[-2:] == ["True", "True"]
+
+
 def test_a_threshold_set_by_someone_else_is_left_alone():
     _, _, young = frozen_and_young("import gc; gc.set_threshold(1234); from delivery import heap", "heap.settle()")
     assert young == 1234
