@@ -10,6 +10,7 @@ payloads of one request (a batch's entries) share that budget.
 """
 
 import json
+from dataclasses import dataclass
 
 from django.urls import reverse
 
@@ -89,16 +90,58 @@ def _check(schema, payload, allowance: schema_budget.Allowance | None = None) ->
     return MISMATCH, f"{path}: {error.message[:300]}"
 
 
-def refusals(owner_id: int, entries, schemas: dict | None = None) -> tuple[dict[int, ApplicationError], dict[int, str]]:
-    """For the entries whose event type the owner validates and whose payload does not match its schema (or could
-    not be checked within its budget): ({index: 400} where the type refuses, {index: why} where it records the
-    mismatch and delivers). One query for the batch, and only when the owner validates some type. The entries
-    share one budget, HERALD_SCHEMA_CHECK_BUDGET (a batch costs what one publish may): one whose check it could not
-    finish is refused (413) whatever its type does with a mismatch, and may be published in another request."""
-    types = sorted({entry.event_type for entry in entries})
-    if not types:
+COMPILED_ARITY_MAX = 16  # a batch naming more types than this asks through the ORM
+_TYPES: dict[int, Statement] = {}  # one compiled statement per number of event types asked about
+
+
+@dataclass(frozen=True)
+class Types:
+    """What a publish needs of the owner's catalog about the event types it names: `versions` {type: {version
+    name: its schema}} of those with versions, `validating` {type: (schema, on_mismatch)} of those that check
+    payloads against a schema."""
+
+    versions: dict[str, dict[str, object]]
+    validating: dict[str, tuple[object, str]]
+
+
+def _types_and_versions(owner_id, names):
+    return EventType.objects.filter(owner_id=owner_id, name__in=names).values_list(
+        "name", "validate_payloads", "schema", "on_mismatch", "versions__name", "versions__schema")
+
+
+def types_of(owner_id: int, names) -> Types:
+    """The owner's catalog about `names`, one query (none for no names), through a statement compiled once per
+    process for the usual publish (a few types, an owner keyed by an integer): the ORM's compiling of it cost the
+    steady publish a millisecond of web CPU, and asking for the versions and the schemas apart a round trip."""
+    names = sorted(set(names))
+    if not names:
+        return Types({}, {})
+    if type(owner_id) is not int or len(names) > COMPILED_ARITY_MAX:
+        rows = list(_types_and_versions(owner_id, names))
+    else:
+        if len(names) not in _TYPES:
+            _TYPES[len(names)] = Statement(lambda owner, *named: _types_and_versions(owner, named), int,
+                                           *[str] * len(names))
+        rows = _TYPES[len(names)].rows(owner_id, *names)
+    versions: dict[str, dict[str, object]] = {}
+    validating: dict[str, tuple[object, str]] = {}
+    for name, validates, schema, on_mismatch, version, version_schema in rows:
+        if validates and schema is not None:
+            validating[name] = (schema, on_mismatch)
+        if version is not None:
+            versions.setdefault(name, {})[version] = version_schema
+    return Types(versions, validating)
+
+
+def refusals(known: Types, entries, schemas: dict | None = None) -> tuple[dict[int, ApplicationError], dict[int, str]]:
+    """For the entries whose event type the owner validates (`known`, from `types_of`) and whose payload does not
+    match its schema (or could not be checked within its budget): ({index: 400} where the type refuses, {index:
+    why} where it records the mismatch and delivers). The entries share one budget, HERALD_SCHEMA_CHECK_BUDGET (a
+    batch costs what one publish may): one whose check it could not finish is refused (413) whatever its type does
+    with a mismatch, and may be published in another request."""
+    checked = known.validating
+    if not checked:
         return {}, {}
-    checked = {name: (schema, on_mismatch) for name, schema, on_mismatch in _validating(owner_id, types)}
     refused, recorded = {}, {}
     allowance = schema_budget.Allowance(int(herald.SCHEMA_CHECK_BUDGET))
     for n, entry in enumerate(entries):
@@ -120,31 +163,6 @@ def refusals(owner_id: int, entries, schemas: dict | None = None) -> tuple[dict[
     return refused, recorded
 
 
-_VALIDATED: dict[int, Statement] = {}  # one compiled statement per number of event types asked about
-COMPILED_ARITY_MAX = 16  # a batch naming more types than this asks through the ORM
-
-
-def _validating_types(owner_id, names):
-    """The owner's event types among `names` that validate payloads and have a schema: (name, schema,
-    on_mismatch)."""
-    return EventType.objects.filter(owner_id=owner_id, name__in=names, validate_payloads=True).exclude(
-        schema=None).values_list("name", "schema", "on_mismatch")
-
-
-def _validating(owner_id, names: list[str]) -> list:
-    """`_validating_types`, through a statement compiled once per process for the usual publish (a few types, an
-    owner keyed by an integer)."""
-    if type(owner_id) is not int or len(names) > COMPILED_ARITY_MAX:
-        return list(_validating_types(owner_id, names))
-    return _validated_of(len(names)).rows(owner_id, *names)
-
-
-def _validated_of(count: int) -> Statement:
-    if count not in _VALIDATED:
-        _VALIDATED[count] = Statement(lambda owner, *names: _validating_types(owner, names), int, *[str] * count)
-    return _VALIDATED[count]
-
-
 def tenant_choice_problem(owner_id: int, event_types) -> str | None:
     """Why a tenant may not choose `event_types` (a subscription's), or None. An owner without a catalog opens
     whole topics; with one, a tenant names the types it wants, each open to tenants and not deprecated."""
@@ -160,41 +178,13 @@ def tenant_choice_problem(owner_id: int, event_types) -> str | None:
     return None
 
 
-_VERSIONED: dict[int, Statement] = {}  # one compiled statement per number of event types asked about
-
-
-def _versions_of_types(owner_id, names):
-    return EventTypeVersion.objects.filter(event_type__owner_id=owner_id, event_type__name__in=names).values_list(
-        "event_type__name", "name", "schema")
-
-
-def _versions(owner_id: int, types: list[str]) -> dict[str, dict[str, object]]:
-    """{type: {version name: its schema}} of the owner's event types among `types` that have versions: a publish's
-    question, through a statement compiled once per process for the usual publish (as `_validating`; the ORM's
-    compiling of it cost the steady publish a millisecond of web CPU)."""
-    if not types:
-        return {}
-    if type(owner_id) is not int or len(types) > COMPILED_ARITY_MAX:
-        rows = list(_versions_of_types(owner_id, types))
-    else:
-        if len(types) not in _VERSIONED:
-            _VERSIONED[len(types)] = Statement(lambda owner, *names: _versions_of_types(owner, names), int,
-                                               *[str] * len(types))
-        rows = _VERSIONED[len(types)].rows(owner_id, *types)
-    found: dict[str, dict[str, object]] = {}
-    for type_name, name, schema in rows:
-        found.setdefault(type_name, {})[name] = schema
-    return found
-
-
-def versions_published(owner_id: int, entries) -> tuple[dict[int, ApplicationError], dict[int, tuple[str, object]]]:
-    """Which version each entry's payload is in (docs/versions.md): ({index: 400} for a version its type does not
-    have, {index: (version, its schema)} for each entry of a type with versions: the one it names, else the
-    latest). One query for the batch."""
-    known = _versions(owner_id, sorted({entry.event_type for entry in entries}))
+def versions_published(known: Types, entries) -> tuple[dict[int, ApplicationError], dict[int, tuple[str, object]]]:
+    """Which version each entry's payload is in (docs/versions.md), from `known` (`types_of`): ({index: 400} for a
+    version its type does not have, {index: (version, its schema)} for each entry of a type with versions: the one
+    it names, else the latest)."""
     refused, resolved = {}, {}
     for n, entry in enumerate(entries):
-        names = known.get(entry.event_type, {})
+        names = known.versions.get(entry.event_type, {})
         problem = event_versions.published_problem(list(names), entry.event_version, entry.event_type)
         if problem:
             refused[n] = ApplicationError(problem, field="event_version")

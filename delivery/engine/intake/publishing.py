@@ -134,10 +134,11 @@ def publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | Appl
 
 def _publish_entries(topic: Topic, entries: list[Entry]) -> list[Published | ApplicationError]:
     results: dict[int, Published | ApplicationError]
-    results, versions = catalog.versions_published(topic.owner_id, entries)
+    known = catalog.types_of(topic.owner_id, (entry.event_type for entry in entries))
+    results, versions = catalog.versions_published(known, entries)
     entries = [replace(entry, event_version=versions[n][0]) if n in versions else entry
                for n, entry in enumerate(entries)]
-    refused, mismatched = catalog.refusals(topic.owner_id, entries, {n: schema for n, (_, schema) in versions.items()})
+    refused, mismatched = catalog.refusals(known, entries, {n: schema for n, (_, schema) in versions.items()})
     results.update(refused)
     for n, why in mismatched.items():  # the event type records a mismatch and delivers
         entries[n] = replace(entries[n], schema_mismatch=why)
