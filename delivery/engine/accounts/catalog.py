@@ -119,10 +119,7 @@ def types_of(owner_id: int, names) -> Types:
     if type(owner_id) is not int or len(names) > COMPILED_ARITY_MAX:
         rows = list(_types_and_versions(owner_id, names))
     else:
-        if len(names) not in _TYPES:
-            _TYPES[len(names)] = Statement(lambda owner, *named: _types_and_versions(owner, named), int,
-                                           *[str] * len(names))
-        rows = _TYPES[len(names)].rows(owner_id, *names)
+        rows = _types_statement(len(names)).rows(owner_id, *names)
     versions: dict[str, dict[str, object]] = {}
     validating: dict[str, tuple[object, str]] = {}
     for name, validates, schema, on_mismatch, version, version_schema in rows:
@@ -131,6 +128,12 @@ def types_of(owner_id: int, names) -> Types:
         if version is not None:
             versions.setdefault(name, {})[version] = version_schema
     return Types(versions, validating)
+
+
+def _types_statement(count: int) -> Statement:
+    if count not in _TYPES:
+        _TYPES[count] = Statement(lambda owner, *names: _types_and_versions(owner, names), int, *[str] * count)
+    return _TYPES[count]
 
 
 def refusals(known: Types, entries, schemas: dict | None = None) -> tuple[dict[int, ApplicationError], dict[int, str]]:

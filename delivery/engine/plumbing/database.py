@@ -224,7 +224,7 @@ def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT
     size = plan.batch_size(batch_size)
     one_statement = len(objects) <= size
     with (nullcontext() if one_statement else transaction.atomic(using=using, savepoint=False)), \
-            connection.cursor() as cursor:
+            bound_cursor(using) as cursor:
         for start in range(0, len(objects), size):
             cursor.execute(*plan.sql(start, start + size))
             if not plan.chosen:
@@ -251,7 +251,7 @@ def insert_together(first: list[Model], then: list[Model], *, most: int = 1000,
             parents.batch_size(most) < len(first) or children.batch_size(most) < len(then):
         return False
     (parent_sql, parent_values), (child_sql, child_values) = parents.sql(0, len(first)), children.sql(0, len(then))
-    with connection.cursor() as cursor:
+    with bound_cursor(using) as cursor:  # prepared: the usual publish's shape repeats
         cursor.execute(f"WITH {connection.ops.quote_name('herald_first')} AS ({parent_sql}) {child_sql}",
                        parent_values + child_values)
         children.keys_read(0, cursor.fetchall() if not children.chosen else [])

@@ -56,8 +56,9 @@ def test_every_hot_statement_answers_what_its_queryset_answers(catalog_world):
         (fanout.AUDIENCE_SUBSCRIPTIONS["owner"], [(topic.id,)]),
         (fanout.AUDIENCE_SUBSCRIPTIONS["broadcast"], [(topic.id,)]),
         (fanout.AUDIENCE_SUBSCRIPTIONS["tenant"], [(topic.id, tenant.id), (topic.id, tenant.id + 1000)]),
-        (catalog._validated_of(1), [(owner.id, "order.created"), (owner.id, "order.gone"), (other.id, "order.paid")]),
-        (catalog._validated_of(3), [(owner.id, "order.created", "order.gone", "order.paid")]),
+        (catalog._types_statement(1), [(owner.id, "order.created"), (owner.id, "order.gone"),
+                                       (other.id, "order.paid")]),
+        (catalog._types_statement(3), [(owner.id, "order.created", "order.gone", "order.paid")]),
         # a claim's loads: a list of keys, one array parameter
         (leases.SUBSCRIPTIONS, [([s.id for s in subscriptions],), ([],)]),
         (leases.SUBSCRIPTIONS, [([subscriptions[0].id, subscriptions[0].id + 1000],)]),  # with its topic's columns
@@ -71,7 +72,7 @@ def test_every_hot_statement_answers_what_its_queryset_answers(catalog_world):
             found = statement.rows(*values)
             assert same(found, expected), (statement.build, values, found, expected)
             found_some += bool(found)
-    assert found_some == 14  # the cases that should find rows did
+    assert found_some == 15  # the cases that should find rows did
 
 
 def test_a_statement_refuses_a_shape_it_cannot_run_again():
