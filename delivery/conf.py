@@ -84,10 +84,10 @@ DEFAULTS: dict[str, object] = {
     "TRANSFORM_OUTPUT_MAX_BYTES": 262_144,
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
-    # While publishes arrive steadily (a wake less than 4 x this after the previous one), a pump woken by one waits
+    # While publishes arrive steadily (a wake less than 2 x this after the previous one), a pump woken by one waits
     # this long before it claims, so that one claim takes what arrives meanwhile, and one pump of the processes
     # does (docs/architecture.md, "Rounds"). 0: every wake claims at once.
-    "PUMP_GATHER_MS": 15,
+    "PUMP_GATHER_MS": 30,
     "CA_BUNDLE": "",
     # Every delivery through this HTTP proxy (e.g. "http://egress.internal:3128"), so requests leave from its fixed
     # addresses; the address guard still checks every destination (docs/security.md).

@@ -12,7 +12,10 @@ CLAIM_BATCH = 64
 # the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
 ANNOUNCED_LOOK_SECONDS = 0.02
 ANNOUNCED_BATCH = 8
-STREAM_GATHERS = 4  # wakes closer than this many gathering times are a stream (`gather_for`)
+# Wakes closer than this many gathering times are a stream (`gather_for`): with the default gathering (30 ms), a
+# wake within 60 ms of the previous one, which is some 17 publishes a second or more. A pump's wakes in a stream are
+# a gathering and a claim apart, so fewer than 2 would never see one; more would gather where little arrives.
+STREAM_GATHERS = 2
 
 
 class Pace:
