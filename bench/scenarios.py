@@ -952,14 +952,22 @@ def tracing_cost(bench: Bench, quick: bool) -> list[dict]:
 
 
 def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
-    """The two CPU figures #39 halves, alone (`--only cpu`): REST publish with the workers stopped, and the drain
+    """The two CPU figures #39 halves, alone (`--only cpu`): REST publish with the workers stopped, beside reads of
+    the API root by as many threads on the same gunicorn (the web's CPU of an authenticated request), and the drain
     of one fast endpoint by 2 workers, each with the CPU per 1,000 of every process kind."""
     rows: list[dict] = []
     row = reporter(rows)
     scale = 0.3 if quick else 1.0
     topic = bench.reset({"fast": 1})
     bench.publish_many(topic, 50)  # gunicorn's workers warm
+    before, seconds = bench.cpu(), 5 * scale + 2
+    reads = bench.api_root_rate(seconds)
+    cpu = spent(before, bench.cpu())
+    row("API root reads, 8 threads (token auth, one query)", reads, "reads/s", **per_thousand(cpu, reads * seconds))
+    print(cpu_line(cpu, reads * seconds, "reads"))
     measured_publish(bench, row, topic, int(2000 * scale), "publish via REST, 8 threads")
+    read_cpu, publish_cpu = rows[-2]["cpu_s_per_1000_web"], rows[-1]["cpu_s_per_1000_web"]
+    print(f"{'':<52}web CPU per publish / per authenticated read: {publish_cpu / read_cpu:.2f}")
     loop = requests_loop_rate(f"http://127.0.0.1:{bench.receiver_port}/fast/0")
     messages = int(10000 * scale)
     measured_drain(bench, row, messages, f"drain {messages} deliveries, 2 workers", loop, "requests.Session loop")
