@@ -13,12 +13,11 @@ bound (db_config.KEEPALIVES).
 import select
 
 from django.db.backends.postgresql import base
-from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
-if is_psycopg3:
+try:  # psycopg 3, which Django uses whenever it is installed
     from psycopg import pq
-
-    IDLE_AND_OPEN = (pq.ConnStatus.OK, pq.TransactionStatus.IDLE)
+except ImportError:  # psycopg 2: the server is asked, as Django asks it
+    pq = None
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -31,13 +30,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
 def quiet(connection) -> bool:
     """Whether a psycopg 3 connection is open and idle, with nothing the server sent waiting to be read. False
     also where that cannot be told (psycopg 2; a socket psycopg cannot give): the caller then asks the server."""
-    if not is_psycopg3:
+    if pq is None:
         return False
     try:
         if connection.closed or connection.broken:
             return False
         pgconn = connection.pgconn
-        if (pgconn.status, pgconn.transaction_status) != IDLE_AND_OPEN:
+        if pgconn.status != pq.ConnStatus.OK or pgconn.transaction_status != pq.TransactionStatus.IDLE:
             return False
         poller = select.poll()  # not select(): a worker's descriptors go past its 1,024
         poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
