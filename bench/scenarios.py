@@ -25,6 +25,8 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - scale-out: REST publish with 1, 2 and 4 gunicorn workers, and the drain with 1, 2 and 4 RQ workers, each beside
   the figure with one;
 - cpu (`--only cpu`): the REST publish and the drain alone, with their CPU, for an A/B of one change;
+- web floor (`--only web-floor`): the web's CPU per request at 100 requests/s for /healthz, two authenticated reads
+  and the REST publish on the same gunicorn: what the publish costs beyond any authenticated request;
 - tracing (`--only tracing`): REST publish and a drain without the OpenTelemetry packages, with them but
   tracing off, and tracing on (OTLP to a local sink), each beside the one before.
 Beside the publish, drain and 200 ms figures: the CPU seconds per 1,000 publishes or deliveries of each process
@@ -33,7 +35,7 @@ script: its client threads and bookkeeping), read from /proc over the same span.
 
     python bench/scenarios.py [--quick] [--json FILE] [--chart FILE]
                                [--only cpu|one-endpoint|slow-endpoints|scale-out|noisy-neighbour|slow-neighbours|
-                                       silent-tenant|silent-tenants|steady|tracing]
+                                       silent-tenant|silent-tenants|steady|tracing|web-floor]
 """
 
 import argparse
@@ -431,6 +433,27 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(one, range(calls)))
         return calls * (batch or 1) / (time.perf_counter() - started), latencies
+
+    def at_rate(self, method: str, url: str, rate: float, seconds: float) -> tuple[dict[str, float], int]:
+        """`method` `url` at `rate` requests/s (open loop, 32 client threads, a session each), each answered 2xx:
+        (CPU seconds spent meanwhile by each process kind, requests made). A publish's body is a small payload."""
+        sessions = threading.local()
+
+        def one(n: int) -> None:
+            session = getattr(sessions, "s", None) or self.session()
+            sessions.s = session
+            body = {"json": {"payload": {"n": n}}} if method == "post" else {}
+            session.request(method, url, timeout=30, **body).raise_for_status()
+
+        for n in range(50):  # both gunicorn workers warm for this request
+            one(n)
+        total, before = int(rate * seconds), self.cpu()
+        started = time.perf_counter()
+        with ThreadPoolExecutor(32) as pool:
+            for n in range(total):
+                time.sleep(max(0.0, started + n / rate - time.perf_counter()))
+                pool.submit(one, n)
+        return spent(before, self.cpu()), total
 
     def api_root_rate(self, seconds: float = 5) -> float:
         """Ceiling for publishing: THREADS threads reading DRF's API root (auth, routing, JSON) on this gunicorn."""
@@ -974,6 +997,25 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
     return rows
 
 
+def web_floor(bench: Bench, quick: bool) -> list[dict]:
+    """The web's CPU per request at 100 requests/s (`--only web-floor`, workers stopped), four requests on the same
+    gunicorn: /healthz, answered before Django's middleware (gunicorn's part and the kernel's); DRF's API root and
+    one topic, an authenticated read each (token authentication and one query); and the REST publish. What the
+    publish costs beyond an authenticated read is the publish's own work."""
+    rows: list[dict] = []
+    row = reporter(rows)
+    topic = bench.reset({"fast": 1})
+    seconds = 6 if quick else 20
+    web = f"http://127.0.0.1:{bench.web_port}"
+    for name, method, url in (("GET /healthz", "get", f"{web}/healthz"), ("GET /api/", "get", f"{bench.api}/"),
+                              ("GET /api/topics/{id}/", "get", f"{bench.api}/topics/{topic}/"),
+                              ("POST /api/topics/{id}/publish/", "post", f"{bench.api}/topics/{topic}/publish/")):
+        cpu, count = bench.at_rate(method, url, 100, seconds)
+        row(f"{name} at 100/s: web CPU per request", cpu["web"] * 1000 / count, "ms", **per_thousand(cpu, count))
+        print(cpu_line(cpu, count, "requests"))
+    return rows
+
+
 def steady_rates(bench: Bench, quick: bool) -> list[dict]:
     """Publishing at 100, 200 and 300 msgs/s (open loop) with everything running, one fast endpoint (`--only steady`):
     what a shop's ordinary day looks like. Each with the CPU of every process kind per 1,000 messages (each is one
@@ -1066,7 +1108,8 @@ def scale_out(bench: Bench, quick: bool) -> list[dict]:
 
 ONLY = {"cpu": publish_and_drain, "scale-out": scale_out, "tracing": tracing_cost, "steady": steady_rates,
         "one-endpoint": one_slow_endpoint, "slow-endpoints": slow_endpoints, "noisy-neighbour": noisy_neighbour,
-        "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant, "silent-tenants": silent_tenants}
+        "slow-neighbours": slow_neighbours, "silent-tenant": silent_tenant, "silent-tenants": silent_tenants,
+        "web-floor": web_floor}
 
 
 def main() -> int:
