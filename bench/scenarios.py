@@ -450,10 +450,14 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         total, before = int(rate * seconds), self.cpu()
         started = time.perf_counter()
         with ThreadPoolExecutor(32) as pool:
+            futures = []
             for n in range(total):
                 time.sleep(max(0.0, started + n / rate - time.perf_counter()))
-                pool.submit(one, n)
-        return spent(before, self.cpu()), total
+                futures.append(pool.submit(one, n))
+        cpu = spent(before, self.cpu())
+        for future in futures:
+            future.result()  # a request that failed fails the figure
+        return cpu, total
 
     def api_root_rate(self, seconds: float = 5) -> float:
         """Ceiling for publishing: THREADS threads reading DRF's API root (auth, routing, JSON) on this gunicorn."""

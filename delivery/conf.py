@@ -84,7 +84,7 @@ DEFAULTS: dict[str, object] = {
     "TRANSFORM_OUTPUT_MAX_BYTES": 262_144,
     "PUMP_SECONDS": 60.0,
     "PUMP_LINGER_SECONDS": 1.0,
-    # While publishes arrive steadily (a wake less than 2 x this after the previous one), a pump woken by one waits
+    # While publishes arrive steadily (a wake less than this + 45 ms after the previous one), a pump woken by one waits
     # this long before it claims, so that one claim takes what arrives meanwhile, and one pump of the processes
     # does (docs/architecture.md, "Rounds"). 0: every wake claims at once.
     "PUMP_GATHER_MS": 30,

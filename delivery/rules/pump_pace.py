@@ -12,10 +12,11 @@ CLAIM_BATCH = 64
 # the next full claim after it (noisy-neighbour p50 209 → 152 ms, p99 468 → 354 ms; docs/benchmarks.md).
 ANNOUNCED_LOOK_SECONDS = 0.02
 ANNOUNCED_BATCH = 8
-# Wakes closer than this many gathering times are a stream (`gather_for`): with the default gathering (30 ms), a
-# wake within 60 ms of the previous one, which is some 17 publishes a second or more. A pump's wakes in a stream are
-# a gathering and a claim apart, so fewer than 2 would never see one; more would gather where little arrives.
-STREAM_GATHERS = 2
+# Wakes closer than the gathering time and this are a stream (`gather_for`): with the default gathering (30 ms), a
+# wake within 75 ms of the previous one. A pump's wakes in a stream are its gathering, its claim and its sends'
+# answers apart (it lingers again only once they are in), so the margin is what those may take: 45 ms, as when
+# the window was four gatherings of 15.
+STREAM_MARGIN_SECONDS = 0.045
 
 
 class Pace:
@@ -49,16 +50,18 @@ class Pace:
 
     def gather_for(self, moment: float, gather: float) -> float:
         """A lingering pump woken by new work at `moment`: how long to gather before it claims. `gather` while
-        publishes arrive steadily (the previous wake less than STREAM_GATHERS x `gather` ago): one claim then takes
-        what arrives meanwhile instead of one claim each, a round's cost being mostly per round, not per delivery
-        (docs/benchmarks.md, "The steady rate, a third cheaper"). A publish after a quiet spell is claimed at once."""
+        publishes arrive steadily (the previous wake less than `gather` + STREAM_MARGIN_SECONDS ago): one claim then
+        takes what arrives meanwhile instead of one claim each, a round's cost being mostly per round, not per
+        delivery (docs/benchmarks.md, "The steady rate, a third cheaper"). A publish after a quiet spell is claimed
+        at once."""
         streaming = self.streaming(moment, gather)
         self.woken_at = moment
         return gather if streaming else 0.0
 
     def streaming(self, moment: float, gather: float) -> bool:
-        """Whether publishes arrive steadily: the last wake was less than STREAM_GATHERS x `gather` ago."""
-        return moment - self.woken_at < STREAM_GATHERS * gather
+        """Whether publishes arrive steadily: the last wake was less than `gather` + STREAM_MARGIN_SECONDS ago.
+        Never without gathering (`gather` 0)."""
+        return gather > 0 and moment - self.woken_at < gather + STREAM_MARGIN_SECONDS
 
     def time_to_read_announcements(self, moment: float) -> bool:
         if moment < self.announced_look_at:

@@ -12,6 +12,7 @@ payloads of one request (a batch's entries) share that budget.
 import json
 from dataclasses import dataclass
 
+from django.db.models import Case, F, JSONField, When
 from django.urls import reverse
 
 from delivery.conf import herald
@@ -105,8 +106,11 @@ class Types:
 
 
 def _types_and_versions(owner_id, names):
-    return EventType.objects.filter(owner_id=owner_id, name__in=names).values_list(
-        "name", "validate_payloads", "schema", "on_mismatch", "versions__name", "versions__schema")
+    """A row per type and version: (name, its schema where it validates payloads, on_mismatch, version name, the
+    version's schema). A schema only documenting its type is not read: it may be 64 KB, on every publish."""
+    return EventType.objects.filter(owner_id=owner_id, name__in=names).annotate(
+        checked_schema=Case(When(validate_payloads=True, then=F("schema")), default=None, output_field=JSONField()),
+    ).values_list("name", "checked_schema", "on_mismatch", "versions__name", "versions__schema")
 
 
 def types_of(owner_id: int, names) -> Types:
@@ -122,8 +126,8 @@ def types_of(owner_id: int, names) -> Types:
         rows = _types_statement(len(names)).rows(owner_id, *names)
     versions: dict[str, dict[str, object]] = {}
     validating: dict[str, tuple[object, str]] = {}
-    for name, validates, schema, on_mismatch, version, version_schema in rows:
-        if validates and schema is not None:
+    for name, schema, on_mismatch, version, version_schema in rows:
+        if schema is not None:
             validating[name] = (schema, on_mismatch)
         if version is not None:
             versions.setdefault(name, {})[version] = version_schema

@@ -209,6 +209,19 @@ class _Insert:
         return self.objects
 
 
+USUAL_ROWS = 8  # what an INSERT the usual publish makes writes after its one row (`usual_shape`)
+
+
+def usual_shape(first: int, *then: int) -> bool:
+    """Whether an INSERT of `first` rows (and `then` rows of the models after it, in one statement) is prepared:
+    one row, and at most USUAL_ROWS after it, the shapes that repeat (a publish of one message to a few
+    subscriptions). Each count of rows is a statement of its own, and so is each set of parameter types (an int
+    goes as int2, int4 or int8 by its size): prepared, larger shapes would crowd out the statements psycopg keeps
+    prepared on a connection (100), and a batch's plan for thousands of parameters would stay in the server's
+    memory. They are bound server-side all the same, and planned for their run."""
+    return first == 1 and all(count <= USUAL_ROWS for count in then)
+
+
 def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT_DB_ALIAS) -> list[Model]:
     """`bulk_create(objects)` for new rows of one model (all with a primary key chosen in Python, or all without
     one): one INSERT per batch (within the database's limit of parameters), all of them in one transaction (one
@@ -224,7 +237,7 @@ def insert(objects: list[Model], *, batch_size: int = 1000, using: str = DEFAULT
     size = plan.batch_size(batch_size)
     one_statement = len(objects) <= size
     with (nullcontext() if one_statement else transaction.atomic(using=using, savepoint=False)), \
-            bound_cursor(using) as cursor:
+            bound_cursor(using, prepared=usual_shape(len(objects))) as cursor:
         for start in range(0, len(objects), size):
             cursor.execute(*plan.sql(start, start + size))
             if not plan.chosen:
@@ -251,7 +264,7 @@ def insert_together(first: list[Model], then: list[Model], *, most: int = 1000,
             parents.batch_size(most) < len(first) or children.batch_size(most) < len(then):
         return False
     (parent_sql, parent_values), (child_sql, child_values) = parents.sql(0, len(first)), children.sql(0, len(then))
-    with bound_cursor(using) as cursor:  # prepared: the usual publish's shape repeats
+    with bound_cursor(using, prepared=usual_shape(len(first), len(then))) as cursor:
         cursor.execute(f"WITH {connection.ops.quote_name('herald_first')} AS ({parent_sql}) {child_sql}",
                        parent_values + child_values)
         children.keys_read(0, cursor.fetchall() if not children.chosen else [])

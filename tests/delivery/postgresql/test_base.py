@@ -1,6 +1,6 @@
 """delivery/postgresql/base.py: the health check asks the socket, and the server only when the socket says
-something. A connection in use answers without a statement; one the server ended is found unusable and closed, so
-the request's first statement runs on a new connection."""
+something or the connection has not been used lately. A connection in use answers without a statement; one the
+server ended is found unusable and closed, so the request's first statement runs on a new connection."""
 
 import time
 
@@ -40,6 +40,16 @@ def test_a_connection_in_use_is_usable_without_a_statement():
         pid = connection.connection.info.backend_pid
     assert connection.is_usable()
     assert last_statement(pid) == "SELECT 'before the check'"  # no SELECT 1 went to the server
+
+
+def test_a_connection_unused_for_a_while_is_asked_of_the_server():
+    """A host that vanished without a reset leaves a quiet socket: only a recent answer stands for a check."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'long ago'")
+        pid = connection.connection.info.backend_pid
+    connections["default"].used_at -= base.TRUSTED_FOR_SECONDS + 1  # as if that statement were older
+    assert connection.is_usable()
+    assert last_statement(pid) == "SELECT 1"
 
 
 def test_a_connection_the_server_ended_is_unusable_and_the_next_request_reconnects():

@@ -45,7 +45,7 @@ def test_the_slots_are_reported_once_an_interval():
 def test_a_wake_in_a_stream_of_publishes_gathers_and_a_lone_one_is_claimed_at_once():
     pace = Pace(seen=0, stalls=0)
     assert pace.gather_for(100.0, 0.030) == 0.0  # the first publish in a while: at once
-    assert pace.streaming(100.059, 0.030) and not pace.streaming(100.061, 0.030)  # a stream: within 2 x 30 ms
+    assert pace.streaming(100.074, 0.030) and not pace.streaming(100.076, 0.030)  # a stream: within 30 + 45 ms
     assert pace.gather_for(100.05, 0.030) == 0.030
     assert pace.gather_for(100.1, 0.030) == 0.030
     assert pace.gather_for(101.0, 0.030) == 0.0  # after a quiet spell: at once again

@@ -33,6 +33,13 @@ def test_versions_and_schemas_come_from_one_statement(user, other_user):
                                   "order.paid": {"v1": SCHEMA}}
 
 
+def test_a_schema_that_only_documents_its_type_is_not_read(user):
+    EventType.objects.create(owner=user, name="order.shipped", validate_payloads=False, schema=SCHEMA)
+    EventType.objects.create(owner=user, name="order.paid", validate_payloads=True, schema=SCHEMA)
+    rows = {row[0]: row for row in catalog._types_statement(2).rows(user.id, "order.paid", "order.shipped")}
+    assert rows["order.shipped"][1] is None and rows["order.paid"][1] == SCHEMA
+
+
 def test_no_names_asks_nothing(user):
     with CaptureQueriesContext(connection) as statements:
         assert catalog.types_of(user.id, []) == catalog.Types({}, {})

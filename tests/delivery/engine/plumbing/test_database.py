@@ -202,6 +202,31 @@ def test_herald_s_statements_are_prepared_and_planned_once_and_django_s_are_not(
     assert not [row for row in prepared if "unprepared_probe" in row[0] or "django_probe" in row[0]], prepared
 
 
+def test_the_usual_publish_s_insert_is_prepared_and_a_batch_s_is_not(catalog_world):
+    """One message and its deliveries, the shape that repeats, is prepared; a batch's, one of many shapes, is bound
+    server-side but planned for its run, so batches do not crowd the connection's prepared statements out."""
+    owner, _, _, topic = catalog_world
+    subscription = Subscription.objects.filter(topic=topic).first()
+    now = timezone.now()
+
+    def publish(count: int, subject: str) -> None:
+        messages = [Message(topic=topic, payload={"n": n}, published_at=now, fanout_skipped={}, subject=subject)
+                    for n in range(count)]
+        assert insert_together(messages, [
+            Delivery(message=m, subscription=subscription, endpoint_id=subscription.endpoint_id, owner_id=owner.id,
+                     status="pending", next_attempt_at=now) for m in messages])
+
+    for _ in range(3):
+        publish(1, "one")
+        publish(12, "batch")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s", ["%herald_first%"])
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert len(prepared) == 1 and "$1" in prepared[0], prepared  # the one-message shape, its values apart from it
+    assert database.usual_shape(1, 8) and not database.usual_shape(1, 9) and not database.usual_shape(2, 2)
+    assert Message.objects.filter(subject="batch").count() == 36
+
+
 def test_a_statement_in_a_block_inside_another_s_gets_a_cursor_of_its_own():
     with database.bound_cursor() as outer:
         outer.execute("SELECT generate_series(1, 3)")
