@@ -448,12 +448,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         for n in range(50):  # both gunicorn workers warm for this request
             one(n)
         total, before = int(rate * seconds), self.cpu()
-        started = time.perf_counter()
-        with ThreadPoolExecutor(32) as pool:
-            futures = []
-            for n in range(total):
-                time.sleep(max(0.0, started + n / rate - time.perf_counter()))
-                futures.append(pool.submit(one, n))
+        futures, _ = paced(one, rate, total)
         cpu = spent(before, self.cpu())
         for future in futures:
             future.result()  # a request that failed fails the figure
@@ -486,7 +481,7 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
         sessions = threading.local()
         lock = threading.Lock()
 
-        def one(n: int, due: float) -> None:
+        def one(n: int) -> None:
             session = getattr(sessions, "s", None) or self.session(token)
             sessions.s = session
             began = time.time()
@@ -497,18 +492,25 @@ print(topic.id, Token.objects.get_or_create(user=user)[0].key)""")
                 sent_at[response.json()["message_id"]] = began
 
         total = int(rate * seconds)
-        started = time.perf_counter()
-        with ThreadPoolExecutor(32) as pool:
-            for n in range(total):
-                due = started + n / rate
-                time.sleep(max(0.0, due - time.perf_counter()))
-                pool.submit(one, n, due)
-        achieved = total / (time.perf_counter() - started)
+        _, elapsed = paced(one, rate, total)
+        achieved = total / elapsed
         self.wait_delivered(total, prefix=prefix, timeout=120)
         receipt_ms = [(t - sent_at[i]) * 1000 for t, i, _ in self.received(log) if i in sent_at]
         return {"target": rate, "achieved": round(achieved, 1), "publish_p50_ms": round(pct(publish_ms, 0.5), 1),
                 "publish_p99_ms": round(pct(publish_ms, 0.99), 1),
                 "receipt_p50_ms": round(pct(receipt_ms, 0.5), 1), "receipt_p99_ms": round(pct(receipt_ms, 0.99), 1)}
+
+
+def paced(one, rate: float, total: int) -> tuple[list, float]:
+    """`one(n)` for each n below `total`, started at `rate` a second on 32 threads (open loop: a slow answer does
+    not hold the next start back): (their futures, seconds from the first start until the last one ended)."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(32) as pool:
+        futures = []
+        for n in range(total):
+            time.sleep(max(0.0, started + n / rate - time.perf_counter()))
+            futures.append(pool.submit(one, n))
+    return futures, time.perf_counter() - started
 
 
 def requests_loop_rate(url: str, count: int = 3000) -> float:
