@@ -289,7 +289,8 @@ def _message(topic: Topic, entry: Entry, now, **written) -> Message:
         topic=topic, payload=entry.payload, payload_is_text=entry.payload_is_text, event_type=entry.event_type,
         event_version=entry.event_version or "",
         subject=entry.subject, attributes=entry.attributes or {}, published_at=now,
-        idempotency_key=entry.idempotency_key or None, request_fingerprint=entry.fingerprint(),
+        idempotency_key=entry.idempotency_key or None,
+        request_fingerprint=entry.fingerprint() if entry.idempotency_key else "",  # what a repeated key compares
         ordering_key=entry.ordering_key or None, tenant_id=entry.tenant_id,
         tenant_external_id=entry.tenant if entry.tenant and entry.tenant_id is None else "",
         broadcast=entry.broadcast, schema_mismatch=entry.schema_mismatch, **written)

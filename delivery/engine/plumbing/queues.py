@@ -33,12 +33,12 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
     """New work is due: tell running pumps (the work sequence moves on) and make sure a pump is waiting on
     `queue_name`. One Redis round trip, plus an enqueue only when no pump is waiting. Never raises: without Redis
     the work stays due in the database and the scheduler asks again. Returns whether it queued a pump."""
-    queue = redis_link.queue(queue_name)
     try:
-        with queue.connection.pipeline() as pipe:
+        # Not a MULTI: each command stands alone, and a transaction doubled what the web parsed per publish.
+        with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
             pipe.incr(WORK_SEQUENCE_KEY)
             pipe.set(PUMP_WANTED_KEY.format(queue_name), 1, nx=True, ex=PUMP_WANTED_SECONDS)
-            pipe.llen(queue.key)
+            pipe.llen(redis_link.queue_key(queue_name))
             _, queued_now, waiting = pipe.execute()
         # One is waiting already: flagged, or still in the queue's list after its flag ran out (the workers busy
         # with running pumps, which take the new work themselves). Queued on the flag alone, a steady stream that
@@ -46,8 +46,8 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
         # 222 after 20 minutes (bench/soak.py). A job lost with Redis's data is not in the list either.
         if not queued_now or waiting:
             return False
-        queue.enqueue_call(PUMP_JOB, args=(str(queue_name),), timeout=herald.JOB_TIMEOUT_SECONDS,
-                           result_ttl=0, failure_ttl=86400)
+        redis_link.queue(queue_name).enqueue_call(PUMP_JOB, args=(str(queue_name),),
+                                                  timeout=herald.JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=86400)
         return True
     except Exception as exc:
         availability.redis_failed(exc, log, "could not queue a delivery pump on %s; the scheduler will ask again",

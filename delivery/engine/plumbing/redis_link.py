@@ -32,3 +32,8 @@ def connection(queue_name: str = AttemptQueue.DELIVERIES) -> Redis:
 
 def queue(queue_name: str) -> Queue:
     return django_rq.get_queue(queue_name, connection=connection(queue_name))
+
+
+def queue_key(queue_name: str) -> str:
+    """The Redis list of an RQ queue's jobs, without building the queue (django_rq builds one per call)."""
+    return Queue.redis_queue_namespace_prefix + str(queue_name)

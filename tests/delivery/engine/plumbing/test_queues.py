@@ -29,6 +29,8 @@ def test_one_pump_waits_per_queue_however_many_ask(redis_conn):
     queues.pump_started("deliveries")
     assert queues.want_pump("deliveries") is True  # the waiting one started: the next ask queues another
     assert queues.want_pump("retries") is True  # each queue has its own
+    assert [redis_link.queue_key(name) for name in ("deliveries", "retries")] == [
+        redis_link.queue(name).key for name in ("deliveries", "retries")]  # the list it counts is the queue's
 
 
 def test_a_wake_up_is_one_element_however_many_wake(redis_conn):
