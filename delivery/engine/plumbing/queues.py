@@ -13,6 +13,7 @@ time. Rows due now never need it (they ask for a pump); rows due sooner than it 
 """
 
 import logging
+import time
 
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, redis_link
@@ -24,9 +25,13 @@ DELIVERIES, RETRIES = AttemptQueue.DELIVERIES, AttemptQueue.RETRIES
 PUMP_WANTED_KEY = "herald:pump-wanted:{}"
 WORK_SEQUENCE_KEY = "herald:work-sequence"
 LOOKING_KEY = "herald:looking:{}"  # a pump gathers the work announced on a queue before it claims (`take_look`)
+# A one-element list that lingering pumps block on (`await_work`): each announcement leaves the element, which wakes
+# one of them.
+PUMP_WAKE_KEY = "herald:pump-wake"
 # By name: the jobs' module imports this one.
 PUMP_JOB, DELIVER_JOB = "delivery.engine.sending.jobs.pump", "delivery.engine.sending.jobs.deliver"
 PUMP_WANTED_SECONDS = 5  # after this a waiting pump counts as lost and another may be queued
+REDIS_LOST_WAIT_SECONDS = 0.01  # how long `await_work` sleeps instead, without Redis
 
 
 def want_pump(queue_name: str = DELIVERIES) -> bool:
@@ -37,9 +42,10 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
         # Not a MULTI: each command stands alone, and a transaction doubled what the web parsed per publish.
         with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
             pipe.incr(WORK_SEQUENCE_KEY)
+            pipe.lpush(PUMP_WAKE_KEY, 1).ltrim(PUMP_WAKE_KEY, 0, 0)  # (after the sequence moved: a woken pump sees it)
             pipe.set(PUMP_WANTED_KEY.format(queue_name), 1, nx=True, ex=PUMP_WANTED_SECONDS)
             pipe.llen(redis_link.queue_key(queue_name))
-            _, queued_now, waiting = pipe.execute()
+            *_, queued_now, waiting = pipe.execute()
         # One is waiting already: flagged, or still in the queue's list after its flag ran out (the workers busy
         # with running pumps, which take the new work themselves). Queued on the flag alone, a steady stream that
         # kept both workers' pumps running queued one more every PUMP_WANTED_SECONDS, none of them ever started:
@@ -69,6 +75,16 @@ def work_sequence(queue_name: str = DELIVERIES) -> int:
         return int(redis_link.connection(queue_name).get(WORK_SEQUENCE_KEY) or 0)
     except Exception:
         return -1
+
+
+def await_work(queue_name: str, seconds: float) -> None:
+    """Wait up to `seconds` (to about 0.1 s: Redis's clock) for work to be announced. An announcement wakes one
+    waiting pump, and one made since the last wait ends the next at once; without Redis, a short sleep. The caller
+    reads the work sequence after: a wake may be for work it has seen already."""
+    try:
+        redis_link.connection(queue_name).blpop([PUMP_WAKE_KEY], timeout=max(seconds, 0.01))
+    except Exception:
+        time.sleep(min(seconds, REDIS_LOST_WAIT_SECONDS))
 
 
 def take_look(queue_name: str, milliseconds: int) -> bool:

@@ -32,7 +32,10 @@ from delivery.rules.pump_pace import Pace
 from delivery.transport import sender
 
 log = logging.getLogger(__name__)
-WATCH_SECONDS = 0.01  # while lingering, how often the pump checks whether new work was published
+ANSWERS_WAIT_SECONDS = 0.05  # with sends in flight and no claim to make, how long the pump waits for answers
+# While lingering, how often a pump reads the work sequence when no announcement wakes it (another pump took the
+# wake), and so how soon it notices that it is asked to stop.
+WAKE_CHECK_SECONDS = 0.2
 # A pump whose time is up waits this long for its answers, then hands what is still in flight to its successor: no
 # claims are made meanwhile (a second's wait put 0.8 s into the p99 of a quiet tenant beside silent endpoints).
 HAND_OVER_SECONDS = 0.1
@@ -125,7 +128,7 @@ class Drain:
                     and time.monotonic() >= self.claim_until + HAND_OVER_SECONDS)
 
     def take_answers(self, claiming: bool, free: int) -> None:
-        wait = 0 if self.pace.claim_next(claiming, free) else WATCH_SECONDS * 5
+        wait = 0 if self.pace.claim_next(claiming, free) else ANSWERS_WAIT_SECONDS
         done = attempts.next_group([*self.futures, *self.handshakes], timeout=wait)
         for future in [future for future in done if future in self.handshakes]:
             confirmation.record_handshake(self.handshakes.pop(future), future.result(), self.clock())
@@ -143,7 +146,10 @@ class Drain:
                 return False
             gather = self.pace.gather_for(time.monotonic(), herald.PUMP_GATHER_MS / 1000)
             if gather and not queues.take_look(self.queue_name, herald.PUMP_GATHER_MS):
-                self.pace.seen = latest  # another pump gathers it
+                # Another pump gathers it: leave it that long, rather than be woken by every publish it gathers.
+                self.pace.seen = latest
+                if stopping.wait(gather):
+                    return False
                 continue
             if stopping.wait(gather):  # asked to stop while gathering: the work is announced again for another
                 queues.want_pump(self.queue_name)
@@ -236,11 +242,14 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
 
 def linger(queue_name: str, seen: int) -> int:
     """Wait up to HERALD_PUMP_LINGER_SECONDS for new work to be announced; returns the work sequence (`seen` if
-    nothing new came)."""
+    nothing new came). The pump blocks on the announcements (`queues.await_work`), reading the sequence when woken
+    and every WAKE_CHECK_SECONDS; polling it every 10 ms cost two lingering workers 147 ms of CPU a second at a
+    steady 10 publishes a second (14.7 ms per message), and Redis 15."""
     until = time.monotonic() + herald.PUMP_LINGER_SECONDS
-    while time.monotonic() < until and not stopping.is_set():
+    while not stopping.is_set():
         latest = queues.work_sequence(queue_name)
-        if latest != seen:
+        left = until - time.monotonic()
+        if latest != seen or left <= 0:
             return latest
-        time.sleep(WATCH_SECONDS)
+        queues.await_work(queue_name, min(left, WAKE_CHECK_SECONDS))
     return seen

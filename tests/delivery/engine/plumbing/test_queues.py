@@ -2,11 +2,15 @@
 Redis: one pump waits per queue however many ask, a started pump lets the next ask queue another, a wake-up is one
 element however many wake, and a lost Redis costs a log line, not an exception."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 import redis
 from django.utils import timezone
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from delivery.engine.accounts.subscribing import subscription_create, topic_create
 from delivery.engine.intake.publishing import message_publish
@@ -83,3 +87,35 @@ def test_a_retry_that_fell_due_during_the_tick_ends_the_schedulers_sleep_at_once
 
     dispatch.sleep_until_due(1.0, dispatched_at=now)  # dispatched already: the pumps' business
     assert slept and max(slept) > 0.5
+
+
+def test_an_announcement_wakes_one_waiting_pump_and_is_one_element_however_many_announce(redis_conn):
+    """A lingering pump blocks on the announcements instead of polling the work sequence; an announcement made
+    before it waits ends the wait at once, and many leave one element, which wakes one waiter."""
+    for _ in range(5):
+        queues.want_pump("deliveries")
+    assert redis_conn.llen(queues.PUMP_WAKE_KEY) == 1
+    began = time.monotonic()
+    queues.await_work("deliveries", 5)
+    assert time.monotonic() - began < 2  # woken at once (5 s without the element)
+    assert redis_conn.llen(queues.PUMP_WAKE_KEY) == 0
+    woken = []
+    waiters = [threading.Thread(target=lambda: (queues.await_work("deliveries", 3), woken.append(time.monotonic())))
+               for _ in range(2)]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(0.3)  # both wait
+    announced = time.monotonic()
+    queues.want_pump("deliveries")
+    for waiter in waiters:
+        waiter.join(10)
+    assert len(woken) == 2
+    assert min(woken) - announced < 1.5 <= max(woken) - announced  # one woken by it, the other at its timeout
+
+
+def test_without_redis_a_pump_waiting_for_work_sleeps_briefly(monkeypatch):
+    gone = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
+    monkeypatch.setattr(redis_link, "connection", lambda name: gone)
+    began = time.monotonic()
+    queues.await_work("deliveries", 5)
+    assert time.monotonic() - began < 2  # the connection refused at once, then a short sleep; never an exception

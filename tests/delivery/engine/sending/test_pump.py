@@ -295,3 +295,28 @@ def test_a_pump_whose_time_is_up_hands_its_unanswered_sends_over(user, redis_con
     handover.settle(clock=lambda: CLOCK)  # the worker stops: waits for the answer, recorded all the same
     wait_until(lambda: set(Delivery.objects.values_list("status", flat=True)) == {"succeeded"})
     assert handover.handed_over.transports() == []
+
+
+def test_a_lingering_pump_waits_on_the_announcements_instead_of_polling(user, redis_conn, settings):
+    """While nothing is due, a lingering pump reads the work sequence when an announcement wakes it or every
+    WAKE_CHECK_SECONDS: a second of lingering is a handful of reads (it was a hundred), and a publish meanwhile is
+    still claimed (how soon: the stream test above)."""
+    settings.HERALD_PUMP_LINGER_SECONDS = 1.2
+    settings.HERALD_PUMP_GATHER_MS = 0
+    topic, _ = subscribe(user, "quiet", "http://127.0.0.1:9/q")
+
+    def reads() -> int:
+        return redis_conn.info("commandstats").get("cmdstat_get", {}).get("calls", 0)
+
+    transport, done = FakeTransport(), []
+    before = reads()
+    thread = threading.Thread(target=lambda: (done.append(pump.drain("deliveries", transport=transport,
+                                                                     clock=lambda: timezone.now())),
+                                              connections.close_all()))
+    thread.start()
+    time.sleep(0.5)  # the pump lingers
+    message_publish(topic=topic, payload={"n": 1})
+    wait_until(lambda: len(transport.sent) == 1, timeout=10)
+    thread.join(10)
+    assert done == [1] and not thread.is_alive()
+    assert reads() - before <= 25  # lingering about 1.7 s in all: polling every 10 ms read it ~170 times
