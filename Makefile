@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-failover bench-transformations bench-soak chaos install install-dev clean receiver
+.PHONY: run test lint bench bench-publish bench-tenants bench-rows bench-round bench-failover bench-transformations bench-soak chaos install install-dev clean receiver
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ bench-publish: install-dev
 # the tables first.
 bench-rows: install-dev
 	$(BIN)/python bench/rows_per_delivery.py $(BENCH_ARGS)
+
+# What one round of a steady stream costs a worker, by phase (claim, send, record); BENCH_ARGS="--batch 3" for rounds
+# that carry more.
+bench-round: install-dev
+	$(BIN)/python bench/round_cost.py $(BENCH_ARGS)
 
 # Publishing to one tenant on a topic of 100,000 tenants' subscriptions, beside the same on a topic of only its own.
 bench-tenants: install-dev
