@@ -1004,14 +1004,18 @@ def publish_and_drain(bench: Bench, quick: bool) -> list[dict]:
 
 
 def web_floor(bench: Bench, quick: bool) -> list[dict]:
-    """The web's CPU per request at 100 requests/s (`--only web-floor`, workers stopped), four requests on the same
-    gunicorn: /healthz, answered before Django's middleware (gunicorn's part and the kernel's); DRF's API root and
-    one topic, an authenticated read each (token authentication and one query); and the REST publish. What the
-    publish costs beyond an authenticated read is the publish's own work."""
+    """The web's CPU per request at 100 requests/s (`--only web-floor`, workers stopped): gunicorn alone, serving
+    an application that answers `{}`; then four requests on Herald's gunicorn: /healthz, answered before Django's
+    middleware; DRF's API root and one topic, an authenticated read each (token authentication and one query); and
+    the REST publish. What the publish costs beyond an authenticated read is the publish's own work."""
     rows: list[dict] = []
     row = reporter(rows)
     topic = bench.reset({"fast": 1})
     seconds = 6 if quick else 20
+    cpu, count = bare_gunicorn(bench, seconds)
+    row("gunicorn alone (bench/bare_wsgi.py) at 100/s: web CPU per request", cpu["web"] * 1000 / count, "ms",
+        **per_thousand(cpu, count))
+    print(cpu_line(cpu, count, "requests"))
     web = f"http://127.0.0.1:{bench.web_port}"
     for name, method, url in (("GET /healthz", "get", f"{web}/healthz"), ("GET /api/", "get", f"{bench.api}/"),
                               ("GET /api/topics/{id}/", "get", f"{bench.api}/topics/{topic}/"),
@@ -1020,6 +1024,28 @@ def web_floor(bench: Bench, quick: bool) -> list[dict]:
         row(f"{name} at 100/s: web CPU per request", cpu["web"] * 1000 / count, "ms", **per_thousand(cpu, count))
         print(cpu_line(cpu, count, "requests"))
     return rows
+
+
+def bare_gunicorn(bench: Bench, seconds: float) -> tuple[dict[str, float], int]:
+    """`Bench.at_rate` against gunicorn itself: the same 2 sync workers serving an application that answers `{}`
+    (bench/bare_wsgi.py), counted as the web while it runs."""
+    port = localredis.free_port()
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "bare_wsgi:application", "--chdir",
+                                str(ROOT / "bench"), "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    web, bench.web = bench.web, process
+    try:
+        for _ in range(200):
+            try:
+                requests.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except requests.RequestException:
+                time.sleep(0.1)
+        return bench.at_rate("get", f"http://127.0.0.1:{port}/", 100, seconds)
+    finally:
+        bench.web = web
+        process.terminate()
+        process.wait(30)
 
 
 def steady_rates(bench: Bench, quick: bool) -> list[dict]:
