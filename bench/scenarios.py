@@ -25,8 +25,9 @@ scheduler exactly as the Procfile runs them; publishing through the REST API; a 
 - scale-out: REST publish with 1, 2 and 4 gunicorn workers, and the drain with 1, 2 and 4 RQ workers, each beside
   the figure with one;
 - cpu (`--only cpu`): the REST publish and the drain alone, with their CPU, for an A/B of one change;
-- web floor (`--only web-floor`): the web's CPU per request at 100 requests/s for /healthz, two authenticated reads
-  and the REST publish on the same gunicorn: what the publish costs beyond any authenticated request;
+- web floor (`--only web-floor`): the web's CPU per request at 100 requests/s for gunicorn alone (an application
+  answering `{}`), then /healthz, two authenticated reads and the REST publish on Herald's gunicorn: what the
+  publish costs beyond any authenticated request;
 - tracing (`--only tracing`): REST publish and a drain without the OpenTelemetry packages, with them but
   tracing off, and tracing on (OTLP to a local sink), each beside the one before.
 Beside the publish, drain and 200 ms figures: the CPU seconds per 1,000 publishes or deliveries of each process

@@ -15,6 +15,8 @@ time. Rows due now never need it (they ask for a pump); rows due sooner than it 
 import logging
 import time
 
+from redis.exceptions import RedisError
+
 from delivery.conf import herald
 from delivery.engine.plumbing import availability, redis_link
 from delivery.engine.plumbing.database import after_commit
@@ -77,25 +79,41 @@ def work_sequence(queue_name: str = DELIVERIES) -> int:
         return -1
 
 
-def await_work(queue_name: str, seconds: float) -> None:
-    """Wait up to `seconds` (to about 0.1 s: Redis's clock) for work to be announced. An announcement wakes one
-    waiting pump, and one made since the last wait ends the next at once; without Redis, a short sleep. The caller
-    reads the work sequence after: a wake may be for work it has seen already."""
+def await_work(queue_name: str, seconds: float) -> bool:
+    """Wait up to `seconds` (to about 0.1 s more: Redis times blocking pops by its own clock) for work to be
+    announced; whether an announcement woke it. An announcement wakes one waiting pump, and one made since the last
+    wait ends the next at once; without Redis, a short sleep. The caller reads the work sequence after: a wake may
+    be for work it has seen already."""
     try:
-        redis_link.connection(queue_name).blpop([PUMP_WAKE_KEY], timeout=max(seconds, 0.01))
-    except Exception:
+        return redis_link.connection(queue_name).blpop([PUMP_WAKE_KEY], timeout=max(seconds, 0.01)) is not None
+    except (RedisError, OSError) as exc:
+        availability.redis_failed(exc, log, "could not wait for announced work on %s", queue_name)
         time.sleep(min(seconds, REDIS_LOST_WAIT_SECONDS))
+        return False
 
 
-def take_look(queue_name: str, milliseconds: int) -> bool:
-    """Whether this pump is the one to claim the work announced now, after gathering for `milliseconds`: the first
-    pump to ask is, and the others leave it that long (each claimed for every lone publish before, all but one of
-    them for nothing). Without Redis, every pump is."""
+def pass_wake(queue_name: str) -> None:
+    """Put back a wake this pump took and will not act on (its worker is stopping): another lingering pump is woken
+    by it instead of finding the work at its next look."""
     try:
-        return bool(redis_link.connection(queue_name).set(LOOKING_KEY.format(queue_name), 1, nx=True,
-                                                          px=max(1, milliseconds)))
+        with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
+            pipe.lpush(PUMP_WAKE_KEY, 1).ltrim(PUMP_WAKE_KEY, 0, 0).execute()
+    except (RedisError, OSError) as exc:
+        availability.redis_failed(exc, log, "could not pass a wake on %s", queue_name)
+
+
+def take_look(queue_name: str, milliseconds: int) -> float:
+    """Whether this pump is the one to claim the work announced now, after gathering for `milliseconds`: 0 when it
+    is (the first pump to ask), else how many seconds another pump's gathering lasts yet, for which this one leaves
+    the work to it (each pump claimed for every lone publish before, all but one of them for nothing). Without
+    Redis, 0: every pump is."""
+    key = LOOKING_KEY.format(queue_name)
+    try:
+        with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
+            taken, left = pipe.set(key, 1, nx=True, px=max(1, milliseconds)).pttl(key).execute()
     except Exception:
-        return True
+        return 0.0
+    return 0.0 if taken else max(left, 0) / 1000  # (a look that ran out meanwhile: this pump's to take)
 
 
 def pump_after_commit(queue_name: str = DELIVERIES) -> None:

@@ -139,16 +139,17 @@ class Drain:
 
     def more_announced(self) -> bool:
         """Linger for new work; whether some was announced that this pump is to claim. In a stream of publishes
-        one pump gathers them for HERALD_PUMP_GATHER_MS (`queues.take_look`) and the others go on lingering."""
+        one pump gathers them for HERALD_PUMP_GATHER_MS (`queues.take_look`); the others leave the work to it until
+        its gathering ends (rather than be woken by every publish it gathers), then linger again."""
         while time.monotonic() < self.claim_until:
             latest = linger(self.queue_name, self.pace.seen)
             if latest == self.pace.seen:
                 return False
             gather = self.pace.gather_for(time.monotonic(), herald.PUMP_GATHER_MS / 1000)
-            if gather and not queues.take_look(self.queue_name, herald.PUMP_GATHER_MS):
-                # Another pump gathers it: leave it that long, rather than be woken by every publish it gathers.
+            others = queues.take_look(self.queue_name, herald.PUMP_GATHER_MS) if gather else 0.0
+            if others:
                 self.pace.seen = latest
-                if stopping.wait(gather):
+                if stopping.wait(min(gather, others)):
                     return False
                 continue
             if stopping.wait(gather):  # asked to stop while gathering: the work is announced again for another
@@ -243,13 +244,14 @@ def claim_and_start(futures: dict, probes: set[int], free: int, per_endpoint: in
 def linger(queue_name: str, seen: int) -> int:
     """Wait up to HERALD_PUMP_LINGER_SECONDS for new work to be announced; returns the work sequence (`seen` if
     nothing new came). The pump blocks on the announcements (`queues.await_work`), reading the sequence when woken
-    and every WAKE_CHECK_SECONDS; polling it every 10 ms cost two lingering workers 147 ms of CPU a second at a
-    steady 10 publishes a second (14.7 ms per message), and Redis 15."""
+    and every WAKE_CHECK_SECONDS. Reading it every 10 ms instead cost the workers about 7.7 ms and Redis 0.9 ms of
+    CPU per message at a steady 10 publishes a second (docs/benchmarks.md, "Waiting for work")."""
     until = time.monotonic() + herald.PUMP_LINGER_SECONDS
     while not stopping.is_set():
         latest = queues.work_sequence(queue_name)
         left = until - time.monotonic()
         if latest != seen or left <= 0:
             return latest
-        queues.await_work(queue_name, min(left, WAKE_CHECK_SECONDS))
+        if queues.await_work(queue_name, min(left, WAKE_CHECK_SECONDS)) and stopping.is_set():
+            queues.pass_wake(queue_name)  # woken as its worker stops: another lingering pump takes the work
     return seen

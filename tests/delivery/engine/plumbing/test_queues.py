@@ -48,13 +48,14 @@ def test_a_wake_up_is_one_element_however_many_wake(redis_conn):
 def test_one_pump_takes_the_look_at_announced_work_for_the_gathering_time(redis_conn):
     """In a stream of publishes the first lingering pump to ask gathers them and claims; the others leave the work
     to it for that long, then the next wake is anyone's again. Each queue has its own."""
-    assert queues.take_look("deliveries", 200) is True
-    assert queues.take_look("deliveries", 200) is False
-    assert queues.take_look("retries", 200) is True
+    assert queues.take_look("deliveries", 200) == 0  # this pump's to gather and claim
+    left = queues.take_look("deliveries", 200)
+    assert 0 < left <= 0.2  # another's: left to it until its gathering ends
+    assert queues.take_look("retries", 200) == 0
     ttl = redis_conn.pttl(queues.LOOKING_KEY.format("deliveries"))
     assert 0 < ttl <= 200  # then it is anyone's: a pump that died while gathering holds nothing longer
     redis_conn.delete(queues.LOOKING_KEY.format("deliveries"))
-    assert queues.take_look("deliveries", 200) is True
+    assert queues.take_look("deliveries", 200) == 0
 
 
 def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_conn):
@@ -64,7 +65,7 @@ def test_without_redis_asking_and_waking_only_log(monkeypatch, caplog, redis_con
     assert queues.want_pump("deliveries") is False
     queues.wake_scheduler()
     assert queues.work_sequence("deliveries") == -1
-    assert queues.take_look("deliveries", 15) is True  # every pump looks: nothing waits for a lost flag
+    assert queues.take_look("deliveries", 15) == 0  # every pump looks: nothing waits for a lost flag
     assert "waiting for Redis" in caplog.text or "could not" in caplog.text
 
 
@@ -96,9 +97,11 @@ def test_an_announcement_wakes_one_waiting_pump_and_is_one_element_however_many_
         queues.want_pump("deliveries")
     assert redis_conn.llen(queues.PUMP_WAKE_KEY) == 1
     began = time.monotonic()
-    queues.await_work("deliveries", 5)
+    assert queues.await_work("deliveries", 5) is True
     assert time.monotonic() - began < 2  # woken at once (5 s without the element)
     assert redis_conn.llen(queues.PUMP_WAKE_KEY) == 0
+    queues.pass_wake("deliveries")  # a wake put back wakes the next waiter
+    assert queues.await_work("deliveries", 5) is True
     woken = []
     waiters = [threading.Thread(target=lambda: (queues.await_work("deliveries", 3), woken.append(time.monotonic())))
                for _ in range(2)]
@@ -117,5 +120,6 @@ def test_without_redis_a_pump_waiting_for_work_sleeps_briefly(monkeypatch):
     gone = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
     monkeypatch.setattr(redis_link, "connection", lambda name: gone)
     began = time.monotonic()
-    queues.await_work("deliveries", 5)
+    assert queues.await_work("deliveries", 5) is False
     assert time.monotonic() - began < 2  # the connection refused at once, then a short sleep; never an exception
+    queues.pass_wake("deliveries")  # nor here

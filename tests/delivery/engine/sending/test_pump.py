@@ -301,7 +301,7 @@ def test_a_lingering_pump_waits_on_the_announcements_instead_of_polling(user, re
     """While nothing is due, a lingering pump reads the work sequence when an announcement wakes it or every
     WAKE_CHECK_SECONDS: a second of lingering is a handful of reads (it was a hundred), and a publish meanwhile is
     still claimed (how soon: the stream test above)."""
-    settings.HERALD_PUMP_LINGER_SECONDS = 1.2
+    settings.HERALD_PUMP_LINGER_SECONDS = 3
     settings.HERALD_PUMP_GATHER_MS = 0
     topic, _ = subscribe(user, "quiet", "http://127.0.0.1:9/q")
 
@@ -319,4 +319,43 @@ def test_a_lingering_pump_waits_on_the_announcements_instead_of_polling(user, re
     wait_until(lambda: len(transport.sent) == 1, timeout=10)
     thread.join(10)
     assert done == [1] and not thread.is_alive()
-    assert reads() - before <= 25  # lingering about 1.7 s in all: polling every 10 ms read it ~170 times
+    assert reads() - before <= 40  # lingering about 3.5 s in all: polling every 10 ms read it ~350 times
+
+
+def test_a_pump_lingering_when_its_worker_is_asked_to_stop_ends_at_once_and_passes_on_a_wake(user, redis_conn,
+                                                                                            settings):
+    """Blocked on the announcements, a lingering pump still ends soon after its worker is asked to stop (about
+    WAKE_CHECK_SECONDS and Redis's timer), and a wake it takes meanwhile is put back for another pump."""
+    settings.HERALD_PUMP_LINGER_SECONDS = 30
+    done = []
+    thread = threading.Thread(target=lambda: (done.append(pump.drain("deliveries", transport=FakeTransport(),
+                                                                     clock=lambda: timezone.now())),
+                                              connections.close_all()))
+    thread.start()
+    time.sleep(0.5)  # the pump lingers
+    pump.stopping.set()
+    try:
+        stopped = time.monotonic()
+        redis_conn.lpush(pump.queues.PUMP_WAKE_KEY, 1)  # a wake that may reach it as it stops
+        thread.join(10)
+        assert not thread.is_alive() and done == [0]
+        assert time.monotonic() - stopped < 5  # (30 s of lingering left)
+    finally:
+        pump.stopping.clear()
+    assert redis_conn.llen(pump.queues.PUMP_WAKE_KEY) == 1  # still there for another lingering pump
+
+
+def test_a_pump_that_finds_another_gathering_leaves_the_work_to_it_until_its_gathering_ends(monkeypatch):
+    """In a stream, a lingering pump that finds another pump gathering the announced work waits what is left of
+    that gathering (not a whole gathering of its own), then lingers again."""
+    looks = iter([0.02, 0.0])  # another's gathering has 20 ms left; then the look is this pump's
+    waits = []
+    monkeypatch.setattr(pump.queues, "take_look", lambda name, ms: next(looks))
+    monkeypatch.setattr(pump, "linger", lambda name, seen: seen + 1)
+    monkeypatch.setattr(pump.stopping, "wait", lambda seconds: waits.append(seconds) or False)
+    loop = pump.Drain.__new__(pump.Drain)
+    loop.queue_name, loop.claim_until = "deliveries", time.monotonic() + 60
+    loop.pace = pump.Pace(0, 0)
+    monkeypatch.setattr(loop.pace, "gather_for", lambda moment, gather: 0.5)  # a stream: 500 ms gatherings
+    assert loop.more_announced() is True
+    assert waits == [0.02, 0.5]  # what was left of the other's, then its own
