@@ -102,18 +102,15 @@ def pass_wake(queue_name: str) -> None:
         availability.redis_failed(exc, log, "could not pass a wake on %s", queue_name)
 
 
-def take_look(queue_name: str, milliseconds: int) -> float:
-    """Whether this pump is the one to claim the work announced now, after gathering for `milliseconds`: 0 when it
-    is (the first pump to ask), else how many seconds another pump's gathering lasts yet, for which this one leaves
-    the work to it (each pump claimed for every lone publish before, all but one of them for nothing). Without
-    Redis, 0: every pump is."""
-    key = LOOKING_KEY.format(queue_name)
+def take_look(queue_name: str, milliseconds: int) -> bool:
+    """Whether this pump is the one to claim the work announced now, after gathering for `milliseconds`: the first
+    pump to ask is, and the others leave it that long (each claimed for every lone publish before, all but one of
+    them for nothing). Without Redis, every pump is."""
     try:
-        with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
-            taken, left = pipe.set(key, 1, nx=True, px=max(1, milliseconds)).pttl(key).execute()
+        return bool(redis_link.connection(queue_name).set(LOOKING_KEY.format(queue_name), 1, nx=True,
+                                                          px=max(1, milliseconds)))
     except Exception:
-        return 0.0
-    return 0.0 if taken else max(left, 0) / 1000  # (a look that ran out meanwhile: this pump's to take)
+        return True
 
 
 def pump_after_commit(queue_name: str = DELIVERIES) -> None:

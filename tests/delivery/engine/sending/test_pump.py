@@ -345,10 +345,10 @@ def test_a_pump_lingering_when_its_worker_is_asked_to_stop_ends_at_once_and_pass
     assert redis_conn.llen(pump.queues.PUMP_WAKE_KEY) == 1  # still there for another lingering pump
 
 
-def test_a_pump_that_finds_another_gathering_leaves_the_work_to_it_until_its_gathering_ends(monkeypatch):
-    """In a stream, a lingering pump that finds another pump gathering the announced work waits what is left of
-    that gathering (not a whole gathering of its own), then lingers again."""
-    looks = iter([0.02, 0.0])  # another's gathering has 20 ms left; then the look is this pump's
+def test_a_pump_that_finds_another_gathering_leaves_the_work_to_it_for_a_gathering_time(monkeypatch):
+    """In a stream, a lingering pump that finds another pump gathering the announced work leaves it to that one for
+    a gathering time (instead of being woken by each publish the other gathers), then lingers again."""
+    looks = iter([False, True])  # another pump gathers; then the look is this pump's
     waits = []
     monkeypatch.setattr(pump.queues, "take_look", lambda name, ms: next(looks))
     monkeypatch.setattr(pump, "linger", lambda name, seen: seen + 1)
@@ -358,4 +358,5 @@ def test_a_pump_that_finds_another_gathering_leaves_the_work_to_it_until_its_gat
     loop.pace = pump.Pace(0, 0)
     monkeypatch.setattr(loop.pace, "gather_for", lambda moment, gather: 0.5)  # a stream: 500 ms gatherings
     assert loop.more_announced() is True
-    assert waits == [0.02, 0.5]  # what was left of the other's, then its own
+    assert waits == [0.5, 0.5]  # left to the other for a gathering, then its own
+    assert loop.pace.seen == 2  # what it left to the other is not announced to it again
