@@ -187,10 +187,10 @@ print(Token.objects.get_or_create(user=user)[0].key)""").strip().splitlines()[-1
                 "receiver": process_tree_cpu([self.receiver.pid, *(p.pid for p in self.receivers)]),
                 "bench": time.process_time()}
 
-    def wait_for_web(self) -> None:
+    def wait_for_web(self, url: str | None = None) -> None:
         for _ in range(200):
             try:
-                requests.get(f"{self.api}/", timeout=1)
+                requests.get(url or f"{self.api}/", timeout=1)
                 return
             except requests.RequestException:  # not listening yet, or too busy starting to answer within 1 s
                 time.sleep(0.1)
@@ -1036,12 +1036,7 @@ def bare_gunicorn(bench: Bench, seconds: float) -> tuple[dict[str, float], int]:
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     web, bench.web = bench.web, process
     try:
-        for _ in range(200):
-            try:
-                requests.get(f"http://127.0.0.1:{port}/", timeout=1)
-                break
-            except requests.RequestException:
-                time.sleep(0.1)
+        bench.wait_for_web(f"http://127.0.0.1:{port}/")
         return bench.at_rate("get", f"http://127.0.0.1:{port}/", 100, seconds)
     finally:
         bench.web = web

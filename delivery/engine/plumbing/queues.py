@@ -36,6 +36,11 @@ PUMP_WANTED_SECONDS = 5  # after this a waiting pump counts as lost and another 
 REDIS_LOST_WAIT_SECONDS = 0.01  # how long `await_work` sleeps instead, without Redis
 
 
+def refill(pipe, key: str):
+    """A wake-up list's one element, put back in `pipe`: however many wake, one element, which wakes one waiter."""
+    return pipe.lpush(key, 1).ltrim(key, 0, 0)
+
+
 def want_pump(queue_name: str = DELIVERIES) -> bool:
     """New work is due: tell running pumps (the work sequence moves on) and make sure a pump is waiting on
     `queue_name`. One Redis round trip, plus an enqueue only when no pump is waiting. Never raises: without Redis
@@ -44,7 +49,7 @@ def want_pump(queue_name: str = DELIVERIES) -> bool:
         # Not a MULTI: each command stands alone, and a transaction doubled what the web parsed per publish.
         with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
             pipe.incr(WORK_SEQUENCE_KEY)
-            pipe.lpush(PUMP_WAKE_KEY, 1).ltrim(PUMP_WAKE_KEY, 0, 0)  # (after the sequence moved: a woken pump sees it)
+            refill(pipe, PUMP_WAKE_KEY)  # (after the sequence moved: a woken pump sees it)
             pipe.set(PUMP_WANTED_KEY.format(queue_name), 1, nx=True, ex=PUMP_WANTED_SECONDS)
             pipe.llen(redis_link.queue_key(queue_name))
             *_, queued_now, waiting = pipe.execute()
@@ -97,7 +102,7 @@ def pass_wake(queue_name: str) -> None:
     by it instead of finding the work at its next look."""
     try:
         with redis_link.connection(queue_name).pipeline(transaction=False) as pipe:
-            pipe.lpush(PUMP_WAKE_KEY, 1).ltrim(PUMP_WAKE_KEY, 0, 0).execute()
+            refill(pipe, PUMP_WAKE_KEY).execute()
     except (RedisError, OSError) as exc:
         availability.redis_failed(exc, log, "could not pass a wake on %s", queue_name)
 
@@ -147,7 +152,7 @@ def wake_scheduler() -> None:
     """Tell a sleeping scheduler that a delivery may now be due sooner than it planned."""
     try:
         with redis().pipeline() as pipe:
-            pipe.lpush(WAKE_KEY, 1).ltrim(WAKE_KEY, 0, 0).execute()
+            refill(pipe, WAKE_KEY).execute()
     except Exception as exc:  # the scheduler also wakes by itself every interval
         availability.redis_failed(exc, log, "could not wake the scheduler")
 
